@@ -1,0 +1,101 @@
+"""What does measuring cost? The host time of one timeline span, and the GPU gap it adds.
+
+    python benchmarks/span_overhead.py [--json results.json]
+
+Host cost: the time the host thread spends in ``with tl.span(name, s): pass`` (two
+events created and recorded), against a bare ``ev.record(s)`` and a kernel launch.
+
+GPU gap: 200 short kernels in one stream, with and without a span around each. To time
+the GPU alone, the stream is first held by a long spin kernel so that every launch is
+queued before the GPU reaches it; host launch speed then does not matter. The gap per
+span is (with - without) / 200.
+
+A table, not a test: numbers vary from machine to machine and run to run.
+"""
+
+import argparse
+import json
+import statistics
+import time
+
+import streamlab
+from numba import cuda
+
+
+def host_cost_us(fn, n=2000, repeats=5):
+    best = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        best.append((time.perf_counter() - t0) / n * 1e6)
+    return min(best)
+
+
+def gpu_time_ms(s, kernels, with_spans, tl):
+    hold = streamlab.ms_to_ns(200.0 if not streamlab.on_simulator() else 1.0)
+    start, end = cuda.event(), cuda.event()
+    streamlab.spin[1, 1, s](hold)  # queue everything behind this
+    start.record(s)
+    for i in range(kernels):
+        if with_spans:
+            with tl.span("k", s):
+                streamlab.spin[1, 1, s](1)
+        else:
+            streamlab.spin[1, 1, s](1)
+    end.record(s)
+    end.synchronize()
+    return start.elapsed_time(end)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--json", help="also write the figures to this file")
+    args = ap.parse_args()
+
+    s = cuda.stream()
+    streamlab.spin[1, 1, s](10)
+    s.synchronize()
+    tl = streamlab.Timeline()
+    ev = cuda.event()
+
+    def span():
+        with tl.span("x", s):
+            pass
+
+    def record():
+        ev.record(s)
+
+    def launch():
+        streamlab.spin[1, 1, s](1)
+
+    rows = [
+        ("host: one kernel launch", host_cost_us(launch, n=500), "us"),
+        ("host: one event record", host_cost_us(record), "us"),
+        ("host: one timeline span (2 events)", host_cost_us(span), "us"),
+    ]
+    s.synchronize()
+    kernels = 200
+    without = statistics.median(gpu_time_ms(s, kernels, False, tl) for _ in range(3))
+    with_ = statistics.median(gpu_time_ms(s, kernels, True, tl) for _ in range(3))
+    rows += [
+        (f"GPU: {kernels} short kernels, no spans", without, "ms"),
+        (f"GPU: {kernels} short kernels, a span each", with_, "ms"),
+        ("GPU: gap added per span", (with_ - without) / kernels * 1000, "us"),
+    ]
+
+    print(f"span overhead on {streamlab.device_name()}")
+    width = max(len(r[0]) for r in rows)
+    for name, value, unit in rows:
+        print(f"  {name:<{width}}  {value:10.3f} {unit}")
+    if streamlab.on_simulator():
+        print("  (simulator: host-clock figures of Python code, not of a GPU)")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump([{"test": "benchmarks/span_overhead.py", "name": n,
+                        "value": round(v, 3), "unit": u, "note": ""} for n, v, u in rows],
+                      f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

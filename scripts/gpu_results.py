@@ -1,0 +1,87 @@
+"""Write docs/gpu-results.md from what a GPU run measured.
+
+    python scripts/gpu_results.py --tests T.json --bench B.json --junit J.xml --out PATH
+
+Called by scripts/gpu-check.sh on the GPU machine, right after the run: every figure
+in the page comes from that run's JSON files; nothing is typed in.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import xml.etree.ElementTree as ET
+
+os.environ.setdefault("STREAMLAB_QUIET", "1")
+
+import streamlab  # noqa: E402
+from streamlab import doctor  # noqa: E402
+
+
+def junit_summary(path):
+    root = ET.parse(path).getroot()
+    suites = [root] if root.tag == "testsuite" else list(root)
+    tot = {k: sum(int(s.get(k, 0)) for s in suites)
+           for k in ("tests", "failures", "errors", "skipped")}
+    tot["passed"] = tot["tests"] - tot["failures"] - tot["errors"] - tot["skipped"]
+    skipped = []
+    for case in root.iter("testcase"):
+        sk = case.find("skipped")
+        if sk is not None:
+            skipped.append(f"{case.get('name')}: {sk.get('message', '')}")
+    return tot, skipped
+
+
+def figures_table(rows):
+    out = ["| measured | value | unit | by |", "| --- | ---: | --- | --- |"]
+    for r in rows:
+        by = r["test"].split("::")[-1]
+        out.append(f"| {r['name']} | {r['value']} | {r['unit']} | `{by}` |")
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tests", required=True)
+    ap.add_argument("--bench", required=True)
+    ap.add_argument("--junit", required=True)
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args()
+    if streamlab.on_simulator():
+        raise SystemExit("gpu_results.py must run on a GPU: this is the simulator")
+    tests = json.load(open(a.tests))
+    bench = json.load(open(a.bench))
+    tot, skipped = junit_summary(a.junit)
+    v = doctor.versions()
+    lines = [
+        "# Measured on a GPU",
+        "",
+        "Written by `scripts/gpu_results.py` at the end of `scripts/gpu-check.sh`, from that",
+        "run's own measurements. Expect figures of the same order on an H100 or H200; exact",
+        "values vary from run to run.",
+        "",
+        f"- GPU: **{streamlab.device_name()}** (CUDA driver {doctor.driver_version()}), "
+        f"{len(streamlab._cuda.gpus)} visible",
+        f"- date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC",
+        f"- python {platform.python_version()}, "
+        + ", ".join(f"{k} {v[k]}" for k in ("numba", "numba-cuda", "numpy", "cuda-bindings",
+                                             "cuda-core", "matplotlib")),
+        f"- test suite on the GPU (`pytest -m \"gpu or not gpu\"`): {tot['passed']} passed, "
+        f"{tot['failures']} failed, {tot['errors']} errors, {tot['skipped']} skipped",
+    ]
+    for s in skipped:
+        lines.append(f"  - skipped: {s}")
+    lines += ["", "## The streamlab package", "",
+              "### Timeline accuracy, concurrency, host functions (tests/test_gpu.py)", ""]
+    lines += figures_table(tests)
+    lines += ["", "### Cost of measuring (benchmarks/span_overhead.py)", ""]
+    lines += figures_table(bench)
+    lines.append("")
+    with open(a.out, "w") as f:
+        f.write("\n".join(lines))
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()

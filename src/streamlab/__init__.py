@@ -1,0 +1,47 @@
+"""streamlab: the helper package of a course on CUDA streams and events with Numba.
+
+``import streamlab`` first, before numba.cuda: it chooses the real GPU when an NVIDIA
+driver sees one, and Numba's CUDA simulator otherwise (``STREAMLAB_DEVICE=gpu`` or
+``=sim`` forces the choice), and says which in one line.
+
+The package draws, measures and checks; the stream and event calls being taught stay
+plain numba.cuda calls in the learner's code.
+"""
+
+import os as _os
+
+from . import _device, _mode
+
+_chosen = _mode.choose()
+_mode.activate(_chosen)
+_device._set_mode(_chosen)
+
+from numba import cuda as _cuda  # noqa: E402  (must follow the mode choice)
+
+if _chosen.simulator:
+    from . import _simfill
+
+    _simfill.apply(_cuda)
+
+from ._device import describe, device_name, on_simulator, pick  # noqa: E402
+from ._mode import DeviceModeError  # noqa: E402
+from .chrome import to_chrome_trace  # noqa: E402
+from .hostfn import HostCall, HostFuncError, launch_host_func, stream_done  # noqa: E402
+from .plot import COLOURS, plot  # noqa: E402
+from .spin import globaltimer, ms_to_ns, spin  # noqa: E402
+from .streams import StreamInfo, priority_range, stream, stream_info  # noqa: E402
+from .timeline import Timeline, TimelineError, TimelineNotReady  # noqa: E402
+from .trace import KINDS, Metrics, Row, Span, Trace  # noqa: E402
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "COLOURS", "DeviceModeError", "HostCall", "HostFuncError", "KINDS", "Metrics", "Row",
+    "Span", "StreamInfo", "Timeline", "TimelineError", "TimelineNotReady", "Trace",
+    "describe", "device_name", "globaltimer", "launch_host_func", "ms_to_ns", "on_simulator", "pick",
+    "plot", "priority_range", "spin", "stream", "stream_done", "stream_info",
+    "to_chrome_trace",
+]
+
+if _os.environ.get("STREAMLAB_QUIET", "") in ("", "0"):
+    print(describe())

@@ -1,0 +1,53 @@
+"""Which device the course runs on, and problem sizes that suit it."""
+
+from __future__ import annotations
+
+_state = {"mode": None}
+
+
+def _set_mode(mode) -> None:
+    _state["mode"] = mode
+
+
+def on_simulator() -> bool:
+    """True when numba.cuda runs on Numba's CUDA simulator, not on a GPU."""
+    return _state["mode"].simulator
+
+
+def device_name() -> str:
+    """The GPU's name (e.g. 'NVIDIA H100 80GB HBM3'), or 'CUDA simulator'."""
+    if on_simulator():
+        return "CUDA simulator"
+    from numba import cuda
+
+    name = cuda.get_current_device().name
+    return name.decode() if isinstance(name, bytes) else str(name)
+
+
+def describe() -> str:
+    """One plain line: what numba.cuda runs on, and what that means for the course."""
+    mode = _state["mode"]
+    if mode.simulator:
+        return (
+            f"streamlab: running on Numba's CUDA simulator ({mode.reason}). Results are "
+            f"correct, but nothing runs concurrently and timings come from the host "
+            f"clock, not a GPU."
+        )
+    from numba import cuda
+
+    dev = cuda.get_current_device()
+    cc = ".".join(map(str, dev.compute_capability))
+    count = len(cuda.gpus)
+    extra = f", 1 of {count} GPUs" if count > 1 else ""
+    return f"streamlab: running on {device_name()} (compute capability {cc}{extra})."
+
+
+def pick(*, gpu, sim):
+    """``gpu`` on a real GPU, ``sim`` on the simulator: one notebook serves both.
+
+    >>> import streamlab
+    >>> n = streamlab.pick(gpu=1 << 20, sim=1 << 10)
+    >>> n == (1 << 10 if streamlab.on_simulator() else 1 << 20)
+    True
+    """
+    return sim if on_simulator() else gpu

@@ -1,0 +1,192 @@
+"""Fill the gaps of Numba's CUDA simulator so that real numba.cuda code runs unchanged.
+
+Applied only when streamlab chose the simulator; the GPU path is never touched.
+What each fill does, against what the simulator of numba-cuda 0.30 does on its own:
+
+=================================  ==========================  =========================
+call                               simulator alone             with streamlab
+=================================  ==========================  =========================
+``cuda.event(timing=...)``         TypeError                   accepted
+``ev.elapsed_time(end)``           always -1.0                 host-clock milliseconds
+``ev.query()``                     missing                     True once recorded work
+                                                               is done (always, here)
+``cuda.event_elapsed_time(a, b)``  missing                     as on a GPU
+``cuda.stream()`` and defaults     one object, no handle       distinct streams with a
+                                                               handle, like the GPU's
+``cuda.external_stream(ptr)``      RuntimeError                a stream with that handle
+``cuda.pinned(a, b, ...)``         one array only              any number
+``cuda.mapped_array(...)``         a device array              a host array kernels write
+``Stream.add_callback/async_done``  missing                    a clear error: they are
+                                                               broken on a GPU too
+``cuda.nanosleep(ns)`` in a kernel missing                     sleeps
+=================================  ==========================  =========================
+
+Timing errors mirror the GPU's: an event created with ``timing=False``, or never
+recorded, makes ``elapsed_time`` raise ``CudaAPIError`` (CUDA_ERROR_INVALID_HANDLE on
+a GPU), here with a message that says which and what to do.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import time
+
+import numpy as np
+
+# CUDA's special stream handles, as numba uses them on a GPU.
+DEFAULT_HANDLE = 0  # CU_STREAM_DEFAULT: numba's cuda.default_stream()
+LEGACY_HANDLE = 1  # CU_STREAM_LEGACY
+PER_THREAD_HANDLE = 2  # CU_STREAM_PER_THREAD
+
+_handles = itertools.count(0x1000)
+
+_BROKEN_CALLBACK = (
+    "Stream.{name} is broken in numba-cuda 0.30 on a real GPU ('CUstream' object has "
+    "no attribute 'value'), so the course does not use it on either path. Use "
+    "streamlab.launch_host_func(stream, fn) for a host function run by the stream, "
+    "or `await streamlab.stream_done(stream)` in asyncio."
+)
+
+
+def apply(cuda) -> None:
+    """Patch the simulator's ``numba.cuda`` module object in place."""
+    from numba.cuda.simulator import api as sim_api
+    from numba.cuda.simulator import kernelapi
+    from numba.cuda.simulator.cudadrv.driver import CudaAPIError
+
+    base_stream = sim_api.stream
+    base_event = sim_api.Event
+
+    class SimStream(base_stream):
+        """A simulator stream with a handle and the GPU stream's attributes."""
+
+        def __init__(self, handle=None, *, nonblocking=False, priority=0, external=False):
+            self.handle = next(_handles) if handle is None else int(handle)
+            self.nonblocking = bool(nonblocking)
+            self.priority = int(priority)
+            self.external = external
+
+        def __int__(self):
+            return self.handle
+
+        def __cuda_stream__(self):
+            return (0, self.handle)
+
+        def __eq__(self, other):
+            return isinstance(other, SimStream) and other.handle == self.handle
+
+        def __hash__(self):
+            return hash(self.handle)
+
+        def __repr__(self):
+            names = {
+                DEFAULT_HANDLE: "<Default CUDA stream (simulator)>",
+                LEGACY_HANDLE: "<Legacy default CUDA stream (simulator)>",
+                PER_THREAD_HANDLE: "<Per-thread default CUDA stream (simulator)>",
+            }
+            if self.handle in names:
+                return names[self.handle]
+            return f"<CUDA stream {self.handle:#x} (simulator)>"
+
+        def add_callback(self, callback, arg=None):
+            raise NotImplementedError(_BROKEN_CALLBACK.format(name="add_callback"))
+
+        def async_done(self):
+            raise NotImplementedError(_BROKEN_CALLBACK.format(name="async_done"))
+
+    class SimEvent(base_event):
+        """A simulator event that keeps the host-clock time at which it was recorded.
+
+        The simulator runs everything synchronously, so "recorded" and "completed"
+        are the same moment: the time ``record`` was called.
+        """
+
+        def __init__(self, timing=True):
+            self.timing = bool(timing)
+            self._t_ns = None
+
+        def record(self, stream=0):
+            self._t_ns = time.perf_counter_ns()
+
+        def query(self):
+            return True
+
+        def _check(self, role):
+            if not self.timing:
+                raise CudaAPIError(
+                    400,
+                    f"[CUDA_ERROR_INVALID_HANDLE] the {role} event was created with "
+                    f"timing=False and keeps no time; create it with "
+                    f"cuda.event(timing=True).",
+                )
+            if self._t_ns is None:
+                raise CudaAPIError(
+                    400,
+                    f"[CUDA_ERROR_INVALID_HANDLE] the {role} event was never recorded; "
+                    f"call event.record(stream) after the work it marks.",
+                )
+
+        def elapsed_time(self, evtend):
+            self._check("start")
+            evtend._check("end")
+            return (evtend._t_ns - self._t_ns) / 1e6
+
+        def __repr__(self):
+            state = "recorded" if self._t_ns is not None else "not recorded"
+            return f"<CUDA event (simulator), timing={self.timing}, {state}>"
+
+    def event(timing=True):
+        return SimEvent(timing=timing)
+
+    def event_elapsed_time(evtstart, evtend):
+        return evtstart.elapsed_time(evtend)
+
+    def stream():
+        return SimStream()
+
+    def default_stream():
+        return SimStream(DEFAULT_HANDLE)
+
+    def legacy_default_stream():
+        return SimStream(LEGACY_HANDLE)
+
+    def per_thread_default_stream():
+        return SimStream(PER_THREAD_HANDLE)
+
+    def external_stream(ptr):
+        if not isinstance(ptr, int):
+            raise TypeError(f"external_stream expects the stream's address as an int, got {ptr!r}")
+        return SimStream(ptr, external=True)
+
+    @contextlib.contextmanager
+    def pinned(*arylist):
+        for ary in arylist:
+            if not isinstance(ary, np.ndarray):
+                raise TypeError(f"cuda.pinned takes numpy arrays, got {type(ary).__name__}")
+        yield
+
+    def mapped_array(shape, dtype=np.float64, strides=None, order="C", stream=0,
+                     portable=False, wc=False):
+        return np.ndarray(shape=shape, dtype=dtype, strides=strides, order=order)
+
+    for name, value in {
+        "event": event,
+        "Event": SimEvent,
+        "event_elapsed_time": event_elapsed_time,
+        "stream": stream,
+        "Stream": SimStream,
+        "default_stream": default_stream,
+        "legacy_default_stream": legacy_default_stream,
+        "per_thread_default_stream": per_thread_default_stream,
+        "external_stream": external_stream,
+        "pinned": pinned,
+        "mapped_array": mapped_array,
+    }.items():
+        setattr(cuda, name, value)
+
+    # Inside a simulated kernel, `cuda` is a FakeCUDAModule: give it nanosleep.
+    # (No clock64: numba-cuda 0.30 has none on a GPU either.)
+    fake = kernelapi.FakeCUDAModule
+    if not hasattr(fake, "nanosleep"):
+        fake.nanosleep = lambda self, ns: time.sleep(ns / 1e9)

@@ -1,0 +1,143 @@
+"""Draw a trace as a Gantt chart: one row per stream or host thread.
+
+>>> import matplotlib; matplotlib.use("Agg")
+>>> from streamlab import Span, Trace, plot
+>>> t = Trace.from_spans([Span("copy", "stream 1", "h2d", 0, 1),
+...                       Span("kernel", "stream 1", "kernel", 1, 3)], device="demo")
+>>> ax = plot(t)
+>>> ax.get_title()
+'demo: makespan 3.000 ms'
+"""
+
+from __future__ import annotations
+
+from .trace import KINDS, Trace
+
+# A fixed colour per kind (matplotlib's tab10), so every plot in the course reads alike.
+COLOURS = {
+    "h2d": "#1f77b4",  # blue
+    "kernel": "#2ca02c",  # green
+    "d2h": "#ff7f0e",  # orange
+    "hostfn": "#9467bd",  # purple
+    "host": "#7f7f7f",  # grey
+    "wait": "#d62728",  # red
+    "other": "#8c564b",  # brown
+}
+SIM_MARK = "simulator: sequential, not GPU timing"
+
+
+def plot(trace, ax=None, *, title: str | None = None, labels: bool = True,
+         width: float = 10.0):
+    """Draw ``trace`` (a Trace, a Timeline, or a list of them) and return the Axes.
+
+    Rows: host threads first, then streams, each labelled with its name and kind
+    (legacy default, per-thread default, blocking, non-blocking). Bars are coloured
+    by kind, labelled with their names where the name fits. The title gives the
+    device (or marks a simulator trace) and the makespan of the stream rows (dotted
+    lines), as :meth:`Trace.metrics` reports it.
+    """
+    import matplotlib.pyplot as plt
+
+    traces = _as_traces(trace)
+    rows, spans, device, simulated = _merge(traces)
+    if not spans:
+        raise ValueError("nothing to plot: the timeline has no spans yet")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(width, 0.55 * len(rows) + 1.4))
+    n = len(rows)
+    index = {r.label: n - 1 - i for i, r in enumerate(rows)}  # first row at the top
+    t0 = min(s.start_ms for s in spans)
+    t1 = max(s.end_ms for s in spans)
+    span_ms = max(t1 - t0, 1e-9)
+
+    kinds_seen = []
+    for s in spans:
+        y = index[s.row]
+        ax.broken_barh([(s.start_ms, max(s.duration_ms, span_ms * 1e-4))], (y - 0.4, 0.8),
+                       facecolors=COLOURS[s.kind], edgecolor="white", linewidth=0.5)
+        if s.kind not in kinds_seen:
+            kinds_seen.append(s.kind)
+
+    ax.set_xlim(t0 - 0.02 * span_ms, t1 + 0.02 * span_ms)
+    ax.set_ylim(-0.6, n - 0.4)
+    ax.set_yticks(range(n))
+    ax.set_yticklabels([_row_text(r) for r in reversed(rows)])
+    ax.set_xlabel("time (ms)")
+    ax.grid(axis="x", alpha=0.3)
+
+    if labels:
+        _label_bars(ax, spans, index)
+
+    # The makespan is that of the stream rows, as Trace.metrics() reports it (the
+    # host rows' work is shown but not counted), unless there are only host rows.
+    host = {r.label for r in rows if r.host}
+    gpu = [s for s in spans if s.row not in host] or spans
+    m0, m1 = min(s.start_ms for s in gpu), max(s.end_ms for s in gpu)
+    makespan = m1 - m0
+    ax.axvline(m0, color="black", lw=0.6, ls=":")
+    ax.axvline(m1, color="black", lw=0.6, ls=":")
+    if title is None:
+        title = f"{device}: makespan {makespan:.3f} ms"
+        if simulated:
+            title = f"{SIM_MARK} ({device}): makespan {makespan:.3f} ms"
+    ax.set_title(title)
+
+    from matplotlib.patches import Patch
+
+    handles = [Patch(color=COLOURS[k], label=KINDS[k]) for k in COLOURS if k in kinds_seen]
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.005, 1.0),
+              fontsize="small", frameon=False)
+    ax.figure.tight_layout()
+    return ax
+
+
+def _row_text(row) -> str:
+    return f"{row.label}\n({row.detail})" if row.detail else row.label
+
+
+def _label_bars(ax, spans, index) -> None:
+    """Write a span's name on its bar when the name fits inside it."""
+    fig = ax.figure
+    fig.canvas.draw()  # sizes are known only once laid out
+    renderer = fig.canvas.get_renderer()
+    for s in spans:
+        x_mid = (s.start_ms + s.end_ms) / 2
+        text = ax.text(x_mid, index[s.row], s.name, ha="center", va="center",
+                       fontsize="x-small", color="white", clip_on=True)
+        bar_px = abs(ax.transData.transform((s.end_ms, 0))[0]
+                     - ax.transData.transform((s.start_ms, 0))[0])
+        if text.get_window_extent(renderer).width > bar_px - 8:
+            text.remove()
+
+
+def _as_traces(obj) -> list[Trace]:
+    items = obj if isinstance(obj, (list, tuple)) else [obj]
+    out = []
+    for item in items:
+        if hasattr(item, "trace") and not isinstance(item, Trace):
+            item = item.trace()
+        if not isinstance(item, Trace):
+            raise TypeError(f"plot takes a Trace or a Timeline (or a list of them), got {item!r}")
+        out.append(item)
+    if not out:
+        raise ValueError("nothing to plot: an empty list")
+    return out
+
+
+def _merge(traces):
+    """One set of rows and spans; several devices' traces aligned on the host clock."""
+    if len(traces) == 1:
+        t = traces[0]
+        return list(t.rows), list(t.spans), t.device, t.simulated
+    from .trace import Row, Span
+
+    base = min(t.host_origin_s for t in traces)
+    rows, spans = [], []
+    for i, t in enumerate(traces):
+        shift = (t.host_origin_s - base) * 1000.0
+        prefix = f"GPU {i}: "
+        rows += [Row(prefix + r.label, r.detail, r.host) for r in t.rows]
+        spans += [Span(s.name, prefix + s.row, s.kind, s.start_ms + shift, s.end_ms + shift)
+                  for s in t.spans]
+    names = sorted({t.device for t in traces})
+    return rows, spans, " + ".join(names), any(t.simulated for t in traces)

@@ -1,0 +1,181 @@
+"""Streams numba cannot make, and what kind of stream a stream is.
+
+``numba.cuda.stream()`` takes no flags: every stream it makes is *blocking* (it waits
+for work on the legacy default stream) and has the default priority. CUDA also offers
+non-blocking streams and stream priorities; numba-cuda 0.30 has no API for them, so
+streamlab makes them with cuda.core and hands back an ordinary numba stream object.
+
+>>> import streamlab
+>>> from numba import cuda
+>>> s = streamlab.stream(nonblocking=True)
+>>> streamlab.stream_info(s).kind
+'non-blocking'
+>>> streamlab.stream_info(cuda.stream()).kind
+'blocking'
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from numba import cuda
+
+from ._device import on_simulator
+
+LEGACY_DEFAULT = "legacy default"
+PER_THREAD_DEFAULT = "per-thread default"
+BLOCKING = "blocking"
+NON_BLOCKING = "non-blocking"
+
+_CU_STREAM_LEGACY = 1
+_CU_STREAM_PER_THREAD = 2
+_CU_STREAM_NON_BLOCKING = 1  # the stream flag
+
+
+@dataclass(frozen=True)
+class StreamInfo:
+    """What a stream is: its handle, kind, priority and the device it belongs to."""
+
+    handle: int
+    kind: str  # one of: legacy default, per-thread default, blocking, non-blocking
+    priority: int
+    device: int
+
+    def describe(self) -> str:
+        text = self.kind + " stream"
+        if self.priority:
+            text += f", priority {self.priority}"
+        return text
+
+
+def handle_of(stream) -> int:
+    """The raw CUstream address of a numba, cuda.core or simulator stream, or of 0."""
+    if stream is None:
+        raise TypeError(
+            "a stream is required here; pass the stream the work was issued to "
+            "(cuda.default_stream() for the default stream)"
+        )
+    if isinstance(stream, int):
+        return stream
+    proto = getattr(stream, "__cuda_stream__", None)
+    if proto is not None:
+        return int(proto()[1])
+    try:
+        return int(stream)
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"{stream!r} is not a CUDA stream: pass a stream from cuda.stream(), "
+            f"streamlab.stream(), cuda.default_stream() or a cuda.core Stream"
+        ) from None
+
+
+def _per_thread_by_env() -> bool:
+    # cuda.bindings reads this once; with it, handle 0 means the per-thread stream.
+    return os.environ.get("CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM", "0") not in ("", "0")
+
+
+def stream_info(stream) -> StreamInfo:
+    """Describe ``stream``: legacy default, per-thread default, blocking or non-blocking."""
+    handle = handle_of(stream)
+    if on_simulator():
+        return _sim_info(stream, handle)
+    from cuda.bindings import driver
+
+    device = cuda.get_current_device().id
+    if handle == 0:
+        kind = PER_THREAD_DEFAULT if _per_thread_by_env() else LEGACY_DEFAULT
+    elif handle == _CU_STREAM_LEGACY:
+        kind = LEGACY_DEFAULT
+    elif handle == _CU_STREAM_PER_THREAD:
+        kind = PER_THREAD_DEFAULT
+    else:
+        err, flags = driver.cuStreamGetFlags(driver.CUstream(handle))
+        _check(err, "cuStreamGetFlags")
+        kind = NON_BLOCKING if int(flags) & _CU_STREAM_NON_BLOCKING else BLOCKING
+        device = _device_of(handle)
+    err, priority = driver.cuStreamGetPriority(driver.CUstream(handle))
+    _check(err, "cuStreamGetPriority")
+    return StreamInfo(handle=handle, kind=kind, priority=int(priority), device=device)
+
+
+def _device_of(handle: int) -> int:
+    from cuda.bindings import driver
+
+    err, dev = driver.cuStreamGetDevice(driver.CUstream(handle))
+    _check(err, "cuStreamGetDevice")
+    return int(dev)
+
+
+def _sim_info(stream, handle: int) -> StreamInfo:
+    from ._simfill import DEFAULT_HANDLE, LEGACY_HANDLE, PER_THREAD_HANDLE
+
+    if handle in (DEFAULT_HANDLE, LEGACY_HANDLE):
+        kind = LEGACY_DEFAULT
+    elif handle == PER_THREAD_HANDLE:
+        kind = PER_THREAD_DEFAULT
+    else:
+        kind = NON_BLOCKING if getattr(stream, "nonblocking", False) else BLOCKING
+    return StreamInfo(handle, kind, int(getattr(stream, "priority", 0)), 0)
+
+
+def priority_range() -> tuple[int, int]:
+    """(lowest, highest) stream priority; a lower number runs first. (0, 0) on the simulator."""
+    if on_simulator():
+        return (0, 0)
+    from cuda.bindings import driver
+
+    cuda.current_context()  # make sure numba's context is current
+    err, least, greatest = driver.cuCtxGetStreamPriorityRange()
+    _check(err, "cuCtxGetStreamPriorityRange")
+    return (int(least), int(greatest))
+
+
+def stream(*, nonblocking: bool = False, priority: int | None = None):
+    """A numba stream that may be non-blocking, or have a priority.
+
+    ``nonblocking=True``: the stream does not wait for the legacy default stream, and
+    the legacy default stream does not wait for it (CUDA's cudaStreamNonBlocking).
+    ``priority``: lower numbers are higher priority; see :func:`priority_range`.
+
+    The stream is made by cuda.core and wrapped with ``cuda.external_stream`` so it
+    works in numba launches (``kernel[grid, block, s]``), copies (``stream=s``) and
+    events (``ev.record(s)``, ``ev.wait(s)``). On the simulator it is a stand-in that
+    carries the same attributes (and, like every simulated stream, runs nothing
+    concurrently).
+    """
+    if not isinstance(nonblocking, bool):
+        raise TypeError(f"nonblocking must be True or False, got {nonblocking!r}")
+    if priority is not None and not isinstance(priority, int):
+        raise TypeError(f"priority must be an int or None, got {priority!r}")
+    if on_simulator():
+        s = cuda.stream()
+        s.nonblocking = nonblocking
+        s.priority = priority or 0
+        return s
+    if priority is not None:
+        least, greatest = priority_range()
+        if not greatest <= priority <= least:
+            raise ValueError(
+                f"priority {priority} is outside this GPU's range: from {least} (lowest) "
+                f"to {greatest} (highest); lower numbers run first."
+            )
+    from cuda.core import Device, StreamOptions
+
+    cuda.current_context()  # numba's primary context, which cuda.core shares
+    dev = Device(cuda.get_current_device().id)
+    dev.set_current()
+    core_stream = dev.create_stream(
+        options=StreamOptions(nonblocking=nonblocking, priority=priority)
+    )
+    s = cuda.external_stream(int(core_stream.handle))
+    s._streamlab_owner = core_stream  # keeps the CUstream alive as long as `s`
+    return s
+
+
+def _check(err, what: str) -> None:
+    from cuda.bindings import driver
+
+    if err != driver.CUresult.CUDA_SUCCESS:
+        name = driver.cuGetErrorName(err)[1]
+        raise RuntimeError(f"{what} failed: {name.decode() if isinstance(name, bytes) else name}")

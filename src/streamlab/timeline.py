@@ -1,0 +1,321 @@
+"""Record what ran when, from CUDA event timestamps and the host clock.
+
+A GPU span is a pair of CUDA events recorded in one stream around the work (a kernel,
+a copy, a host function, a wait). A host span is a pair of ``time.perf_counter()``
+readings. A :class:`Timeline` puts both on one time axis, in milliseconds from its
+origin: at creation it records an *origin* event and notes the host clock while that
+event completes, so GPU times (``origin.elapsed_time(ev)``) and host times
+(``perf_counter() - origin_host``) share the same zero, to within
+``clock_uncertainty_ms`` (tens of microseconds on a GPU).
+
+>>> import numpy as np, streamlab
+>>> from numba import cuda
+>>> @cuda.jit
+... def double(x):
+...     i = cuda.grid(1)
+...     if i < x.size:
+...         x[i] *= 2
+>>> s = cuda.stream()
+>>> tl = streamlab.Timeline()
+>>> tl.name_stream(s, "work")
+>>> a = np.ones(256)
+>>> with tl.span("copy in", s, kind="h2d"):
+...     d = cuda.to_device(a, stream=s)
+>>> with tl.span("double", s):
+...     double[1, 256, s](d)
+>>> with tl.span("copy out", s, kind="d2h"):
+...     out = d.copy_to_host(stream=s)
+>>> with tl.host("host waits"):
+...     s.synchronize()
+>>> [sp.name for sp in tl.trace().on_row("work")]
+['copy in', 'double', 'copy out']
+>>> float(out[0])
+2.0
+
+The events are plain numba events: ``tl.span`` only records them for you. To show
+the event calls themselves, record your own and hand them over with :meth:`Timeline.add`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from dataclasses import dataclass
+
+from numba import cuda
+
+from ._device import device_name, on_simulator
+from .streams import LEGACY_DEFAULT, PER_THREAD_DEFAULT, handle_of, stream_info
+from .trace import HOST_KINDS, Row, Span, Trace, check_kind
+
+
+class TimelineError(RuntimeError):
+    """A timeline cannot be read as asked; the message says what to do."""
+
+
+class TimelineNotReady(TimelineError):
+    """A span's work had not finished when the timeline was read."""
+
+
+@dataclass
+class _GpuEntry:
+    name: str
+    row: str
+    kind: str
+    start: object
+    end: object
+
+
+@dataclass
+class _HostEntry:
+    name: str
+    row: str
+    kind: str
+    start_s: float
+    end_s: float
+
+
+class Timeline:
+    """A recorder of GPU spans (event pairs) and host spans (host clock) on one axis.
+
+    One timeline measures one device: CUDA events on different GPUs share no clock.
+    Make the timeline inside ``with cuda.gpus[i]:`` to measure GPU ``i``.
+    """
+
+    def __init__(self, *, calibrations: int = 5):
+        self.simulated = on_simulator()
+        self.device = device_name()
+        self.device_id = cuda.get_current_device().id if not self.simulated else 0
+        self._entries: list = []
+        self._rows: dict[object, Row] = {}  # key: stream handle, or ("host", thread id)
+        self._labels: dict[int, str] = {}
+        self._numbered = 0
+        self._origin, self.host_origin_s, self.clock_uncertainty_ms = self._calibrate(
+            calibrations
+        )
+
+    # --- time base -------------------------------------------------------------
+    def _calibrate(self, tries: int):
+        """Record an origin event on an idle stream; note the host clock around it."""
+        if tries < 1:
+            raise ValueError("calibrations must be at least 1")
+        if self.simulated:
+            cal = cuda.stream()
+        else:
+            from .streams import stream as make_stream
+
+            cal = make_stream(nonblocking=True)  # unaffected by legacy-stream work
+        best = None
+        for _ in range(tries):
+            ev = cuda.event(timing=True)
+            h0 = time.perf_counter()
+            ev.record(cal)
+            ev.synchronize()
+            h1 = time.perf_counter()
+            if best is None or (h1 - h0) < (best[2] - best[1]):
+                best = (ev, h0, h1)
+        ev, h0, h1 = best
+        # The event's GPU timestamp lies between h0 and h1: take the middle.
+        return ev, (h0 + h1) / 2, (h1 - h0) / 2 * 1000.0
+
+    # --- rows ------------------------------------------------------------------
+    def name_stream(self, stream, label: str) -> None:
+        """Show ``stream`` under ``label`` (e.g. "producer 0") instead of "stream N"."""
+        if not isinstance(label, str) or not label:
+            raise TypeError(f"a stream's label must be a non-empty string, got {label!r}")
+        handle = handle_of(stream)
+        taken = {lab for h, lab in self._labels.items() if h != handle}
+        if label in taken:
+            raise ValueError(f"the label {label!r} is already used for another stream")
+        self._labels[handle] = label
+        if handle in self._rows:
+            old = self._rows[handle]
+            self._rows[handle] = Row(label, old.detail)
+            self._relabel(old.label, label)
+
+    def _relabel(self, old: str, new: str) -> None:
+        for e in self._entries:
+            if e.row == old:
+                e.row = new
+
+    def _stream_row(self, stream) -> str:
+        handle = handle_of(stream)
+        row = self._rows.get(handle)
+        if row is not None:
+            return row.label
+        info = stream_info(stream)
+        if not self.simulated and info.device != self.device_id:
+            raise TimelineError(
+                f"this stream belongs to GPU {info.device} but the timeline measures "
+                f"GPU {self.device_id}: events on different GPUs share no clock. Make one "
+                f"Timeline per GPU, inside `with cuda.gpus[{info.device}]:`."
+            )
+        label = self._labels.get(handle)
+        if label is None:
+            if info.kind in (LEGACY_DEFAULT, PER_THREAD_DEFAULT) and info.handle in (0, 1, 2):
+                label = f"{info.kind} stream"
+            else:
+                self._numbered += 1
+                label = f"stream {self._numbered}"
+        self._rows[handle] = Row(label, info.describe())
+        return label
+
+    def _host_row(self, thread: str | None) -> str:
+        name = thread if thread is not None else threading.current_thread().name
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"thread must be a thread's name, got {thread!r}")
+        key = ("host", name)
+        row = self._rows.get(key)
+        if row is None:
+            row = Row(f"host: {name}", "host thread", host=True)
+            self._rows[key] = row
+        return row.label
+
+    def _check_current_device(self) -> None:
+        if self.simulated:
+            return
+        current = cuda.get_current_device().id
+        if current != self.device_id:
+            raise TimelineError(
+                f"the current GPU is {current} but this timeline measures GPU "
+                f"{self.device_id}: events on different GPUs share no clock. Use one "
+                f"Timeline per GPU, each made and used inside `with cuda.gpus[i]:`."
+            )
+
+    # --- recording GPU spans ---------------------------------------------------
+    @contextlib.contextmanager
+    def span(self, name: str, stream, kind: str = "kernel"):
+        """Record a start event before and an end event after the block, in ``stream``.
+
+        The work inside the block must be issued to the same ``stream``; the events
+        then bracket exactly that work in the stream's order.
+        """
+        check_kind(kind)
+        if kind == "host":
+            raise ValueError("host work has no stream: use `with timeline.host(name):`")
+        if stream is None:
+            raise TypeError(
+                f"span {name!r} needs the stream its work goes to. Pass "
+                f"cuda.default_stream() to time work on the default stream."
+            )
+        row = self._stream_row(stream)
+        self._check_current_device()
+        start, end = cuda.event(timing=True), cuda.event(timing=True)
+        start.record(stream)
+        yield
+        end.record(stream)
+        self._entries.append(_GpuEntry(str(name), row, kind, start, end))
+
+    def add(self, name: str, start_event, end_event, stream, kind: str = "kernel") -> None:
+        """Add a span from two events that you recorded yourself in ``stream``.
+
+        Both must be made with ``cuda.event(timing=True)`` (the default) and recorded
+        with ``event.record(stream)`` around the work.
+        """
+        check_kind(kind)
+        if kind == "host":
+            raise ValueError("host work has no events: use timeline.add_host(...)")
+        for role, ev in (("start", start_event), ("end", end_event)):
+            if not (hasattr(ev, "record") and hasattr(ev, "elapsed_time")):
+                raise TypeError(
+                    f"span {name!r}: the {role} event {ev!r} is not a CUDA event; "
+                    f"make one with cuda.event(timing=True)"
+                )
+        row = self._stream_row(stream)
+        self._entries.append(_GpuEntry(str(name), row, kind, start_event, end_event))
+
+    # --- recording host spans --------------------------------------------------
+    @contextlib.contextmanager
+    def host(self, name: str):
+        """Time the block on the host clock, on the row of the calling thread."""
+        t0 = time.perf_counter()
+        yield
+        t1 = time.perf_counter()
+        self.add_host(name, t0, t1)
+
+    def add_host(self, name: str, start_s: float, end_s: float, thread: str | None = None,
+                 kind: str = "host") -> None:
+        """Add host work measured with ``time.perf_counter()`` (seconds).
+
+        It goes on the row of the thread named ``thread`` (default: the calling one).
+        """
+        if check_kind(kind) not in HOST_KINDS:
+            raise ValueError(f"host work is of kind 'host' or 'hostfn', not {kind!r}")
+        if start_s is None or end_s is None:
+            raise ValueError(f"host span {name!r} has no start or end time: did it run?")
+        row = self._host_row(thread)
+        self._entries.append(_HostEntry(str(name), row, kind, float(start_s), float(end_s)))
+
+    def add_host_call(self, call) -> None:
+        """Place a finished :class:`~streamlab.HostCall` on the row of the thread that ran it."""
+        if not call.done.is_set():
+            raise TimelineNotReady(
+                f"host function {call.name!r} has not run yet: call.wait() first, or "
+                f"synchronize its stream")
+        self.add_host(call.name, call.started_s, call.ended_s, thread=call.thread_name,
+                      kind="hostfn")
+
+    # --- reading ---------------------------------------------------------------
+    def trace(self, synchronize: bool = True) -> Trace:
+        """The spans recorded so far, in ms from the origin.
+
+        Spans whose work has not finished are waited for (their end events are
+        synchronized) unless ``synchronize=False``, which raises instead.
+        """
+        from numba.cuda.cudadrv.driver import CudaAPIError
+
+        spans = []
+        for e in self._entries:
+            if isinstance(e, _HostEntry):
+                spans.append(Span(
+                    e.name, e.row, e.kind,
+                    (e.start_s - self.host_origin_s) * 1000.0,
+                    (e.end_s - self.host_origin_s) * 1000.0,
+                ))
+                continue
+            try:
+                if not e.end.query():
+                    if not synchronize:
+                        raise TimelineNotReady(
+                            f"span {e.name!r} on {e.row} has not finished. Synchronize "
+                            f"first (stream.synchronize() or cuda.synchronize()), or call "
+                            f"trace() with synchronize=True to wait for it."
+                        )
+                    e.end.synchronize()
+                start = self._origin.elapsed_time(e.start)
+                end = self._origin.elapsed_time(e.end)
+            except CudaAPIError as err:
+                raise TimelineError(
+                    f"span {e.name!r} on {e.row}: its events cannot be timed ({err}). "
+                    f"Each event must come from cuda.event(timing=True) (not timing=False) "
+                    f"and be recorded with event.record(stream) around the work, on the "
+                    f"GPU this timeline measures."
+                ) from err
+            spans.append(Span(e.name, e.row, e.kind, start, end))
+        host_rows = [r for r in self._rows.values() if r.host]
+        stream_rows = [r for r in self._rows.values() if not r.host]
+        return Trace(
+            spans=tuple(spans),
+            rows=tuple(host_rows + stream_rows),
+            device=self.device,
+            simulated=self.simulated,
+            host_origin_s=self.host_origin_s,
+            clock_uncertainty_ms=self.clock_uncertainty_ms,
+        )
+
+    # Shortcuts that read the trace.
+    def table(self) -> str:
+        return self.trace().table()
+
+    def metrics(self, **kwargs):
+        return self.trace().metrics(**kwargs)
+
+    def plot(self, **kwargs):
+        return self.trace().plot(**kwargs)
+
+    def to_chrome_trace(self, path=None):
+        return self.trace().to_chrome_trace(path)
+
+    def __len__(self) -> int:
+        return len(self._entries)

@@ -1,0 +1,63 @@
+"""Shared test set-up.
+
+* ``import streamlab`` happens here first, so numba.cuda runs in the mode it chooses.
+* Tests marked ``gpu`` need a real GPU. They are deselected by default (see
+  pyproject.toml); asked for with ``-m gpu`` on a machine without one, they fail
+  instead of skipping, so a GPU run can never pass by accident.
+* ``figures``: GPU tests record what they measured; with STREAMLAB_RESULTS=path the
+  figures are written there as JSON, for scripts/gpu_results.py to publish.
+"""
+
+import json
+import os
+
+import pytest
+
+import streamlab
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.get_closest_marker("gpu"):
+            item.fixturenames.insert(0, "_require_gpu")
+
+
+@pytest.fixture
+def _require_gpu():
+    if streamlab.on_simulator():
+        pytest.fail(f"this test needs a real GPU, but {streamlab.describe()}", pytrace=False)
+
+
+_figures = []
+
+
+@pytest.fixture
+def figures(request):
+    """Record a measured figure: figures(name, value, unit, note="")."""
+
+    def record(name, value, unit="", note=""):
+        _figures.append({"test": request.node.nodeid, "name": name,
+                         "value": value, "unit": unit, "note": note})
+
+    return record
+
+
+def pytest_unconfigure(config):
+    path = os.environ.get("STREAMLAB_RESULTS")
+    if path and _figures:
+        with open(path, "w") as f:
+            json.dump(_figures, f, indent=1)
+
+
+@pytest.fixture
+def sim_only():
+    if not streamlab.on_simulator():
+        pytest.skip("checks a simulator fill; the GPU path is never patched")
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    import matplotlib.pyplot as plt
+
+    plt.close("all")

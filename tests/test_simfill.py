@@ -1,0 +1,129 @@
+"""The simulator's gaps, filled: real numba.cuda code runs unchanged on it.
+
+Each test is the GPU behaviour the fill stands in for. They run on the simulator
+only: on a GPU nothing is patched (test_gpu.py checks the real behaviour).
+"""
+
+import asyncio
+import time
+
+import numpy as np
+import pytest
+from numba import cuda
+from numba.cuda.cudadrv.driver import CudaAPIError
+
+import streamlab
+
+pytestmark = pytest.mark.usefixtures("sim_only")
+
+
+@cuda.jit
+def sleep_ms(ms):
+    cuda.nanosleep(int(ms * 1_000_000))
+
+
+@cuda.jit
+def fill(x, value):
+    i = cuda.grid(1)
+    if i < x.size:
+        x[i] = value
+
+
+def test_events_accept_timing_and_measure_the_host_clock():
+    s = cuda.stream()
+    start, end = cuda.event(timing=True), cuda.event()
+    start.record(s)
+    sleep_ms[1, 1, s](20)
+    end.record(s)
+    end.synchronize()
+    ms = start.elapsed_time(end)
+    assert 19 <= ms < 200
+    assert cuda.event_elapsed_time(start, end) == ms
+    assert end.query() is True
+
+
+def test_timing_disabled_event_raises_like_the_gpu_and_says_what_to_do():
+    a, b = cuda.event(timing=False), cuda.event(timing=False)
+    a.record()
+    b.record()
+    with pytest.raises(CudaAPIError, match=r"timing=False.*cuda.event\(timing=True\)"):
+        a.elapsed_time(b)
+
+
+def test_unrecorded_event_raises_like_the_gpu():
+    a, b = cuda.event(), cuda.event()
+    a.record()
+    with pytest.raises(CudaAPIError, match="never recorded"):
+        a.elapsed_time(b)
+
+
+def test_streams_are_distinct_and_have_handles():
+    s1, s2 = cuda.stream(), cuda.stream()
+    assert s1 != s2 and int(s1) != int(s2)
+    assert s1.__cuda_stream__()[1] == int(s1)
+    assert int(cuda.default_stream()) == 0
+    assert int(cuda.legacy_default_stream()) == 1
+    assert int(cuda.per_thread_default_stream()) == 2
+    assert "Per-thread" in repr(cuda.per_thread_default_stream())
+
+
+def test_external_stream_wraps_a_handle():
+    s = cuda.external_stream(0xBEEF)
+    assert int(s) == 0xBEEF and s.external
+    with pytest.raises(TypeError, match="address as an int"):
+        cuda.external_stream("0xBEEF")
+
+
+def test_pinned_takes_several_arrays():
+    a, b = np.zeros(4), np.ones(4)
+    with cuda.pinned(a, b):
+        d = cuda.to_device(b)
+    assert d.copy_to_host().sum() == 4
+    with pytest.raises(TypeError, match="numpy arrays"):
+        with cuda.pinned([1, 2]):
+            pass
+
+
+def test_mapped_array_is_host_memory_a_kernel_writes():
+    m = cuda.mapped_array(8, dtype=np.int32)
+    assert isinstance(m, np.ndarray)
+    fill[1, 8](m, 7)
+    cuda.synchronize()
+    assert (m == 7).all()
+
+
+def test_broken_callbacks_point_to_what_works():
+    s = cuda.stream()
+    with pytest.raises(NotImplementedError, match="launch_host_func"):
+        s.add_callback(lambda *a: None)
+    with pytest.raises(NotImplementedError, match="stream_done"):
+        s.async_done()
+
+
+def test_nanosleep_and_the_spin_kernel_run_in_the_simulator():
+    s = cuda.stream()
+    t0 = time.perf_counter()
+    streamlab.spin[1, 1, s](streamlab.ms_to_ns(5))
+    assert time.perf_counter() - t0 >= 0.005
+
+
+def test_nonblocking_stand_in_carries_its_flags():
+    s = streamlab.stream(nonblocking=True, priority=-2)
+    info = streamlab.stream_info(s)
+    assert (info.kind, info.priority) == ("non-blocking", -2)
+    assert streamlab.priority_range() == (0, 0)
+
+
+def test_stream_done_resolves_in_the_simulator():
+    async def main():
+        s = cuda.stream()
+        fill[1, 4, s](cuda.device_array(4), 1)
+        return await asyncio.wait_for(streamlab.stream_done(s), 5)
+
+    s = asyncio.run(main())
+    assert isinstance(s, type(cuda.stream()))
+
+
+def test_globaltimer_is_a_gpu_register_only():
+    with pytest.raises(NotImplementedError, match="simulator has none"):
+        streamlab.globaltimer()

@@ -1,0 +1,180 @@
+"""The Timeline recorder, on whichever device this runs (simulator in CI)."""
+
+import threading
+import time
+
+import numpy as np
+import pytest
+from numba import cuda
+
+import streamlab
+from streamlab import Timeline, TimelineError
+
+
+@cuda.jit
+def add_one(x):
+    i = cuda.grid(1)
+    if i < x.size:
+        x[i] += 1
+
+
+def test_gpu_and_host_spans_share_one_axis():
+    s = cuda.stream()
+    tl = Timeline()
+    tl.name_stream(s, "work")
+    a = np.zeros(64, dtype=np.float32)
+    with tl.host("before"):
+        time.sleep(0.002)
+    with tl.span("h2d", s, kind="h2d"):
+        d = cuda.to_device(a, stream=s)
+    with tl.span("add", s):
+        add_one[1, 64, s](d)
+    with tl.span("d2h", s, kind="d2h"):
+        out = d.copy_to_host(stream=s)
+    s.synchronize()
+    with tl.host("after"):
+        pass
+    t = tl.trace()
+    assert (out == 1).all()
+    names = [sp.name for sp in sorted(t.spans, key=lambda sp: sp.start_ms)]
+    assert names == ["before", "h2d", "add", "d2h", "after"]
+    # each GPU span starts no earlier than the host work before it began, within
+    # the clock alignment's uncertainty
+    assert t.span("h2d").start_ms >= t.span("before").end_ms - 2 * t.clock_uncertainty_ms - 0.05
+    assert t.span("after").start_ms >= t.span("d2h").end_ms - 2 * t.clock_uncertainty_ms - 0.05
+    assert [r.label for r in t.rows] == ["host: MainThread", "work"]
+    assert t.rows[1].detail == "blocking stream"
+    assert t.device == streamlab.device_name()
+    assert t.simulated == streamlab.on_simulator()
+
+
+def test_rows_are_named_by_kind_and_order_of_use():
+    s1, s2 = cuda.stream(), streamlab.stream(nonblocking=True)
+    tl = Timeline()
+    for st in (s2, cuda.legacy_default_stream(), s1, s2):
+        with tl.span("k", st):
+            add_one[1, 1, st](cuda.device_array(1))
+    rows = {r.label: r.detail for r in tl.trace().rows}
+    assert rows == {"stream 1": "non-blocking stream",
+                    "legacy default stream": "legacy default stream",
+                    "stream 2": "blocking stream"}
+
+
+def test_renaming_a_stream_after_use_relabels_its_spans():
+    s = cuda.stream()
+    tl = Timeline()
+    with tl.span("k", s):
+        pass
+    tl.name_stream(s, "consumer 0")
+    assert tl.trace().span("k").row == "consumer 0"
+    with pytest.raises(ValueError, match="already used"):
+        tl.name_stream(cuda.stream(), "consumer 0")
+    with pytest.raises(TypeError, match="non-empty string"):
+        tl.name_stream(s, "")
+
+
+def test_own_events_can_be_added():
+    s = cuda.stream()
+    tl = Timeline()
+    start, end = cuda.event(timing=True), cuda.event(timing=True)
+    start.record(s)
+    streamlab.spin[1, 1, s](streamlab.ms_to_ns(2))
+    end.record(s)
+    tl.add("spin", start, end, s)
+    assert tl.trace().span("spin").duration_ms > 1.0
+
+
+def test_host_spans_get_one_row_per_thread():
+    tl = Timeline()
+
+    def work():
+        with tl.host("worker"):
+            time.sleep(0.001)
+
+    th = threading.Thread(target=work, name="worker-1")
+    th.start()
+    th.join()
+    with tl.host("main"):
+        pass
+    rows = [r.label for r in tl.trace().rows]
+    assert rows == ["host: worker-1", "host: MainThread"]
+
+
+def test_unrecorded_event_gives_a_clear_error():
+    s = cuda.stream()
+    tl = Timeline()
+    start, end = cuda.event(), cuda.event()
+    start.record(s)
+    tl.add("k", start, end, s)  # end never recorded
+    with pytest.raises(TimelineError, match=r"span 'k'.*record\(stream\)"):
+        tl.trace()
+
+
+def test_timing_disabled_event_gives_a_clear_error():
+    s = cuda.stream()
+    tl = Timeline()
+    start, end = cuda.event(timing=False), cuda.event(timing=False)
+    start.record(s)
+    end.record(s)
+    tl.add("k", start, end, s)
+    with pytest.raises(TimelineError, match=r"timing=True"):
+        tl.trace()
+
+
+def test_bad_arguments_are_refused_with_advice():
+    tl = Timeline()
+    with pytest.raises(TypeError, match="cuda.default_stream"):
+        with tl.span("k", None):
+            pass
+    with pytest.raises(ValueError, match="use one of"):
+        with tl.span("k", cuda.stream(), kind="compute"):
+            pass
+    with pytest.raises(ValueError, match="timeline.host"):
+        with tl.span("k", cuda.stream(), kind="host"):
+            pass
+    with pytest.raises(TypeError, match="not a CUDA event"):
+        tl.add("k", 1.0, 2.0, cuda.stream())
+    with pytest.raises(TypeError, match="not a CUDA stream"):
+        with tl.span("k", "stream 1"):
+            pass
+
+
+def test_exported_and_plotted_from_the_timeline(tmp_path):
+    s = cuda.stream()
+    tl = Timeline()
+    with tl.span("k", s):
+        add_one[1, 1, s](cuda.device_array(1))
+    doc = tl.to_chrome_trace(tmp_path / "t.json")
+    assert (tmp_path / "t.json").exists() and doc["traceEvents"]
+    assert tl.plot().get_title().endswith("ms")
+    assert "k" in tl.table() and len(tl) == 1
+    assert tl.metrics().spans == 1
+
+
+def test_a_host_function_call_goes_on_the_row_of_its_thread():
+    s = cuda.stream()
+    tl = Timeline()
+    call = streamlab.launch_host_func(s, time.sleep, 0.001, name="post-process")
+    call.wait(timeout=10)
+    tl.add_host_call(call)
+    t = tl.trace()
+    span = t.span("post-process")
+    assert span.kind == "hostfn" and span.duration_ms >= 0.9
+    assert span.row == f"host: {call.thread_name}" and span.row in t.host_rows
+
+
+def test_host_call_not_yet_run_and_bad_host_spans_are_refused():
+    tl = Timeline()
+    pending = streamlab.HostCall("later")
+    with pytest.raises(streamlab.TimelineNotReady, match="call.wait"):
+        tl.add_host_call(pending)
+    with pytest.raises(ValueError, match="'host' or 'hostfn'"):
+        tl.add_host("x", 0.0, 1.0, kind="kernel")
+    with pytest.raises(ValueError, match="did it run"):
+        tl.add_host("x", None, 1.0)
+
+
+def test_ms_to_ns():
+    assert streamlab.ms_to_ns(1.5) == 1_500_000
+    with pytest.raises(ValueError, match="negative"):
+        streamlab.ms_to_ns(-1)
