@@ -37,7 +37,7 @@ def gpu_time_ms(s, kernels, with_spans, tl):
     start, end = cuda.event(), cuda.event()
     streamlab.spin[1, 1, s](hold)  # queue everything behind this
     start.record(s)
-    for i in range(kernels):
+    for _ in range(kernels):
         if with_spans:
             with tl.span("k", s):
                 streamlab.spin[1, 1, s](1)

@@ -59,7 +59,8 @@ def test_a_1ms_kernel_is_measured_within_5_percent(figures):
     measured = [sp.duration_ms for sp in tl.trace().spans]
     median = statistics.median(measured)
     figures("1 ms spin kernel: timeline span (median of 20)", round(median, 4), "ms")
-    figures("1 ms spin kernel: host clock over 200 in a row, per kernel", round(reference_ms, 4), "ms")
+    figures("1 ms spin kernel: host clock over 200 in a row, per kernel",
+            round(reference_ms, 4), "ms")
     figures("timeline error against the 1 ms spin", round(100 * (median - 1.0), 2), "%")
     figures("timeline spans, min..max of 20", f"{min(measured):.4f}..{max(measured):.4f}", "ms")
     figures("GPU-host clock alignment uncertainty", round(tl.clock_uncertainty_ms * 1000, 1), "us")
@@ -119,7 +120,8 @@ def test_legacy_default_dummies_serialise_blocking_but_not_nonblocking_streams(f
                            Timeline(), dummy=legacy)
     b, nb = blocking.metrics(), nonblocking.metrics()
     figures("8 blocking streams + legacy-default dummies: concurrency", round(b.concurrency, 2))
-    figures("8 non-blocking streams + legacy-default dummies: concurrency", round(nb.concurrency, 2))
+    figures("8 non-blocking streams + legacy-default dummies: concurrency",
+            round(nb.concurrency, 2))
     assert b.concurrency < 1.5, blocking.table()
     assert nb.concurrency > 6, nonblocking.table()
 
@@ -140,8 +142,10 @@ def test_host_function_runs_after_the_kernel_before_it_and_holds_the_next(figure
     t = tl.trace()
     slack = 2 * t.clock_uncertainty_ms + 0.05
     before, after, ran = t.span("before"), t.span("after"), t.span("sleep 3 ms")
-    figures("host function start after preceding kernel end", round(ran.start_ms - before.end_ms, 4), "ms")
-    figures("next kernel start after host function end", round(after.start_ms - ran.end_ms, 4), "ms")
+    figures("host function start after preceding kernel end",
+            round(ran.start_ms - before.end_ms, 4), "ms")
+    figures("next kernel start after host function end",
+            round(after.start_ms - ran.end_ms, 4), "ms")
     assert call.thread_name != threading.current_thread().name
     assert ran.start_ms >= before.end_ms - slack, t.table()
     assert after.start_ms >= ran.end_ms - slack, t.table()
@@ -310,3 +314,36 @@ def test_which_variable_really_gives_per_thread_default_streams(variable, expect
     figures(f"8 host threads x 10 ms kernel, no stream, {setting}", ms, "ms")
     assert kind == expect_kind
     assert (ms > 60) if serial else (ms < 40), ms
+
+
+def test_two_gpus_two_timelines_side_by_side(figures):
+    if len(cuda.gpus) < 2:
+        pytest.skip("needs two GPUs; this machine has one")
+    timelines, streams = [], []
+    for i in range(2):
+        with cuda.gpus[i]:
+            warm()
+            timelines.append(Timeline())
+            streams.append(cuda.stream())
+    for i in range(2):
+        with cuda.gpus[i]:
+            with timelines[i].span(f"GPU {i} spin", streams[i]):
+                streamlab.spin[1, 1, streams[i]](streamlab.ms_to_ns(20.0))
+    for i in range(2):
+        with cuda.gpus[i]:
+            streams[i].synchronize()
+    a, b = (tl.trace() for tl in timelines)
+    ax = streamlab.plot([a, b])
+    rows = [t.get_text().split("\n")[0] for t in ax.get_yticklabels()]
+    assert "GPU 0: stream 1" in rows and "GPU 1: stream 1" in rows
+    # On the shared host clock the two 20 ms kernels ran at the same time.
+    shift = (b.host_origin_s - a.host_origin_s) * 1000
+    sa, sb = a.span("GPU 0 spin"), b.span("GPU 1 spin")
+    overlap = min(sa.end_ms, sb.end_ms + shift) - max(sa.start_ms, sb.start_ms + shift)
+    figures("2 GPUs, a 20 ms kernel each: overlap on the host clock", round(overlap, 3), "ms")
+    assert overlap > 15, (a.table(), b.table(), shift)
+    # GPU 0's timeline refuses to make its events while GPU 1 is current
+    with cuda.gpus[1]:
+        with pytest.raises(TimelineError, match="current GPU is 1"):
+            with timelines[0].span("wrong", streams[0]):
+                pass

@@ -178,3 +178,35 @@ def test_ms_to_ns():
     assert streamlab.ms_to_ns(1.5) == 1_500_000
     with pytest.raises(ValueError, match="negative"):
         streamlab.ms_to_ns(-1)
+
+
+def test_spans_from_eight_host_threads_get_eight_rows():
+    tl = Timeline()
+    streams = [cuda.stream() for _ in range(8)]
+    barrier = threading.Barrier(8)
+
+    def work(s):
+        barrier.wait()
+        with tl.span("k", s):
+            streamlab.spin[1, 1, s](1000)
+        with tl.host("launched"):
+            pass
+
+    threads = [threading.Thread(target=work, args=(s,), name=f"t{i}")
+               for i, s in enumerate(streams)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    rows = [r.label for r in tl.trace().rows]
+    assert sorted(r for r in rows if r.startswith("stream")) == [f"stream {i}" for i in range(1, 9)]
+    assert sorted(r for r in rows if r.startswith("host")) == [f"host: t{i}" for i in range(8)]
+
+
+def test_handle_0_and_the_legacy_handle_share_one_row():
+    tl = Timeline()
+    for s in (cuda.default_stream(), cuda.legacy_default_stream(), 0):
+        with tl.span("k", s):
+            pass
+    rows = [r.label for r in tl.trace().rows]
+    assert rows == ["legacy default stream"]

@@ -38,8 +38,8 @@ __version__ = "0.1.0"
 __all__ = [
     "COLOURS", "DeviceModeError", "HostCall", "HostFuncError", "KINDS", "Metrics", "Row",
     "Span", "StreamInfo", "Timeline", "TimelineError", "TimelineNotReady", "Trace",
-    "describe", "device_name", "globaltimer", "launch_host_func", "ms_to_ns", "on_simulator", "pick",
-    "plot", "priority_range", "spin", "stream", "stream_done", "stream_info",
+    "describe", "device_name", "globaltimer", "launch_host_func", "ms_to_ns", "on_simulator",
+    "pick", "plot", "priority_range", "spin", "stream", "stream_done", "stream_info",
     "to_chrome_trace",
 ]
 

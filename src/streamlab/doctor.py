@@ -46,7 +46,8 @@ def driver_version() -> str | None:
     return f"{v // 1000}.{(v % 1000) // 10}"
 
 
-def checks(environ=os.environ, vers=None, simulated=None, compile_probe=None) -> list[tuple[str, str]]:
+def checks(environ=os.environ, vers=None, simulated=None,
+           compile_probe=None) -> list[tuple[str, str]]:
     """The known traps, as (level, message). Arguments exist for testing."""
     from ._device import on_simulator
 
@@ -111,7 +112,8 @@ def report() -> tuple[str, int]:
     lines.append(f"  device         {where}")
     lines.append(f"  python         {platform.python_version()} ({platform.platform()})")
     drv = driver_version()
-    lines.append(f"  CUDA driver    {drv or ('none used (simulator)' if on_simulator() else 'unknown')}")
+    none = "none used (simulator)" if on_simulator() else "unknown"
+    lines.append(f"  CUDA driver    {drv or none}")
     for name, v in versions().items():
         lines.append(f"  {name:<14} {v or 'not installed'}")
     lines.append(f"  {ENV_VAR:<14} {os.environ.get(ENV_VAR) or '(unset: chosen automatically)'}")

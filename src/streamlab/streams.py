@@ -3,7 +3,7 @@
 ``numba.cuda.stream()`` takes no flags: every stream it makes is *blocking* (it waits
 for work on the legacy default stream) and has the default priority. CUDA also offers
 non-blocking streams and stream priorities; numba-cuda 0.30 has no API for them, so
-streamlab makes them with cuda.core and hands back an ordinary numba stream object.
+streamlab asks the driver for them and hands back an ordinary numba stream object.
 
 >>> import streamlab
 >>> from numba import cuda
@@ -68,6 +68,19 @@ def handle_of(stream) -> int:
             f"{stream!r} is not a CUDA stream: pass a stream from cuda.stream(), "
             f"streamlab.stream(), cuda.default_stream() or a cuda.core Stream"
         ) from None
+
+
+def canonical_handle(stream) -> int:
+    """The handle, with handle 0 resolved to the default stream it stands for.
+
+    Handle 0 is the legacy default stream (1), or the per-thread one (2) when
+    CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM=1, so that each stream has one handle.
+    """
+    handle = handle_of(stream)
+    if handle == 0:
+        return _CU_STREAM_PER_THREAD if _per_thread_by_env() and not on_simulator() \
+            else _CU_STREAM_LEGACY
+    return handle
 
 
 def _per_thread_by_env() -> bool:
@@ -138,11 +151,19 @@ def stream(*, nonblocking: bool = False, priority: int | None = None):
     the legacy default stream does not wait for it (CUDA's cudaStreamNonBlocking).
     ``priority``: lower numbers are higher priority; see :func:`priority_range`.
 
-    The stream is made by cuda.core and wrapped with ``cuda.external_stream`` so it
-    works in numba launches (``kernel[grid, block, s]``), copies (``stream=s``) and
-    events (``ev.record(s)``, ``ev.wait(s)``). On the simulator it is a stand-in that
-    carries the same attributes (and, like every simulated stream, runs nothing
-    concurrently).
+    It is an ordinary numba ``Stream``: it works in launches (``kernel[grid, block, s]``),
+    copies (``stream=s``) and events (``ev.record(s)``, ``ev.wait(s)``). On the
+    simulator it is a stand-in that carries the same attributes (and, like every
+    simulated stream, runs nothing concurrently).
+
+    How: numba has no API for stream flags, so the stream is created by the driver
+    (``cuStreamCreateWithPriority``, through cuda.bindings) in numba's current context,
+    and handed to numba to destroy with that context, as it does its own streams.
+    (cuda.core's ``Device.create_stream`` makes the same stream, after
+    ``Device.set_current()``. With it, the test suite on two H200s crashed at
+    interpreter exit inside numba's module unload, in 3 runs of 3; with the driver
+    call and numba owning the stream, 3 runs of 3 exited cleanly. The cause was not
+    established.)
     """
     if not isinstance(nonblocking, bool):
         raise TypeError(f"nonblocking must be True or False, got {nonblocking!r}")
@@ -153,24 +174,22 @@ def stream(*, nonblocking: bool = False, priority: int | None = None):
         s.nonblocking = nonblocking
         s.priority = priority or 0
         return s
-    if priority is not None:
-        least, greatest = priority_range()
-        if not greatest <= priority <= least:
-            raise ValueError(
-                f"priority {priority} is outside this GPU's range: from {least} (lowest) "
-                f"to {greatest} (highest); lower numbers run first."
-            )
-    from cuda.core import Device, StreamOptions
+    least, greatest = priority_range()
+    if priority is None:
+        priority = least  # CUDA's default: the lowest priority
+    elif not greatest <= priority <= least:
+        raise ValueError(
+            f"priority {priority} is outside this GPU's range: from {least} (lowest) "
+            f"to {greatest} (highest); lower numbers run first."
+        )
+    from cuda.bindings import driver as cu
+    from numba.cuda.cudadrv import driver as nbdriver
 
-    cuda.current_context()  # numba's primary context, which cuda.core shares
-    dev = Device(cuda.get_current_device().id)
-    dev.set_current()
-    core_stream = dev.create_stream(
-        options=StreamOptions(nonblocking=nonblocking, priority=priority)
-    )
-    s = cuda.external_stream(int(core_stream.handle))
-    s._streamlab_owner = core_stream  # keeps the CUstream alive as long as `s`
-    return s
+    ctx = cuda.current_context()
+    flags = _CU_STREAM_NON_BLOCKING if nonblocking else 0
+    err, handle = cu.cuStreamCreateWithPriority(flags, priority)
+    _check(err, "cuStreamCreateWithPriority")
+    return nbdriver.Stream(handle, finalizer=nbdriver._stream_finalizer(ctx.deallocations, handle))
 
 
 def _check(err, what: str) -> None:

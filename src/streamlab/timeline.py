@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from numba import cuda
 
 from ._device import device_name, on_simulator
-from .streams import LEGACY_DEFAULT, PER_THREAD_DEFAULT, handle_of, stream_info
+from .streams import LEGACY_DEFAULT, PER_THREAD_DEFAULT, canonical_handle, stream_info
 from .trace import HOST_KINDS, Row, Span, Trace, check_kind
 
 
@@ -91,6 +91,7 @@ class Timeline:
         self._rows: dict[object, Row] = {}  # key: stream handle, or ("host", thread id)
         self._labels: dict[int, str] = {}
         self._numbered = 0
+        self._lock = threading.Lock()  # rows may be made from several host threads
         self._origin, self.host_origin_s, self.clock_uncertainty_ms = self._calibrate(
             calibrations
         )
@@ -124,7 +125,7 @@ class Timeline:
         """Show ``stream`` under ``label`` (e.g. "producer 0") instead of "stream N"."""
         if not isinstance(label, str) or not label:
             raise TypeError(f"a stream's label must be a non-empty string, got {label!r}")
-        handle = handle_of(stream)
+        handle = canonical_handle(stream)
         taken = {lab for h, lab in self._labels.items() if h != handle}
         if label in taken:
             raise ValueError(f"the label {label!r} is already used for another stream")
@@ -140,7 +141,11 @@ class Timeline:
                 e.row = new
 
     def _stream_row(self, stream) -> str:
-        handle = handle_of(stream)
+        with self._lock:
+            return self._stream_row_locked(stream)
+
+    def _stream_row_locked(self, stream) -> str:
+        handle = canonical_handle(stream)
         row = self._rows.get(handle)
         if row is not None:
             return row.label
@@ -153,7 +158,7 @@ class Timeline:
             )
         label = self._labels.get(handle)
         if label is None:
-            if info.kind in (LEGACY_DEFAULT, PER_THREAD_DEFAULT) and info.handle in (0, 1, 2):
+            if info.kind in (LEGACY_DEFAULT, PER_THREAD_DEFAULT) and handle in (1, 2):
                 label = f"{info.kind} stream"
             else:
                 self._numbered += 1
@@ -166,10 +171,11 @@ class Timeline:
         if not isinstance(name, str) or not name:
             raise TypeError(f"thread must be a thread's name, got {thread!r}")
         key = ("host", name)
-        row = self._rows.get(key)
-        if row is None:
-            row = Row(f"host: {name}", "host thread", host=True)
-            self._rows[key] = row
+        with self._lock:
+            row = self._rows.get(key)
+            if row is None:
+                row = Row(f"host: {name}", "host thread", host=True)
+                self._rows[key] = row
         return row.label
 
     def _check_current_device(self) -> None:

@@ -185,13 +185,13 @@ class Trace:
             (s.name, s.row, s.kind, f"{s.start_ms:.3f}", f"{s.end_ms:.3f}", f"{s.duration_ms:.3f}")
             for s in sorted(self.spans, key=lambda s: (s.start_ms, s.row))
         ]
-        widths = [max(len(str(x)) for x in col) for col in zip(head, *lines)]
+        widths = [max(len(str(x)) for x in col) for col in zip(head, *lines, strict=True)]
         right = {3, 4, 5}
 
         def fmt(row):
             return "  ".join(
                 str(x).rjust(w) if i in right else str(x).ljust(w)
-                for i, (x, w) in enumerate(zip(row, widths))
+                for i, (x, w) in enumerate(zip(row, widths, strict=True))
             ).rstrip()
 
         out = [fmt(head), fmt(["-" * w for w in widths])] + [fmt(r) for r in lines]
