@@ -199,23 +199,6 @@ def test_reading_a_timeline_before_its_work_finished():
     assert tl.trace().span("long").duration_ms > 40
 
 
-def test_event_errors_on_the_gpu_are_explained():
-    s = cuda.stream()
-    tl = Timeline()
-    a, b = cuda.event(timing=False), cuda.event(timing=False)
-    a.record(s)
-    b.record(s)
-    tl.add("untimed", a, b, s)
-    with pytest.raises(TimelineError, match="timing=True"):
-        tl.trace()
-    tl = Timeline()
-    a, b = cuda.event(), cuda.event()
-    a.record(s)
-    tl.add("unrecorded", a, b, s)
-    with pytest.raises(TimelineError, match=r"record\(stream\)"):
-        tl.trace()
-
-
 def test_host_numpy_arrays_cannot_go_to_a_kernel_on_a_stream():
     # Found on the GPU, not on the simulator: numba-cuda 0.30.4 with cuda-core hands
     # a host array to cuda.core with the stream, and cuda.core refuses. Copy to the

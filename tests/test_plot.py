@@ -57,8 +57,8 @@ def test_title_names_the_device_and_makespan():
 
 
 def test_traces_of_two_devices_side_by_side_on_the_host_clock():
-    a = trace(device="GPU A", host_origin_s=100.0)
-    b = trace(device="GPU B", host_origin_s=100.002)  # made 2 ms later
+    a = trace(device="GPU A", host_origin_s=100.0, device_id=0)
+    b = trace(device="GPU B", host_origin_s=100.002, device_id=1)  # made 2 ms later
     ax = plot([a, b])
     labels = [t.get_text().split("\n")[0] for t in ax.get_yticklabels()][::-1]
     assert labels[0] == "GPU 0: host: MainThread" and labels[3] == "GPU 1: host: MainThread"

@@ -1,25 +1,20 @@
 """Fill the gaps of Numba's CUDA simulator so that real numba.cuda code runs unchanged.
 
 Applied only when streamlab chose the simulator; the GPU path is never touched.
-What each fill does, against what the simulator of numba-cuda 0.30 does on its own:
+What each fill does (numba-cuda 0.30's simulator alone, then with streamlab):
 
-=================================  ==========================  =========================
-call                               simulator alone             with streamlab
-=================================  ==========================  =========================
-``cuda.event(timing=...)``         TypeError                   accepted
-``ev.elapsed_time(end)``           always -1.0                 host-clock milliseconds
-``ev.query()``                     missing                     True once recorded work
-                                                               is done (always, here)
-``cuda.event_elapsed_time(a, b)``  missing                     as on a GPU
-``cuda.stream()`` and defaults     one object, no handle       distinct streams with a
-                                                               handle, like the GPU's
-``cuda.external_stream(ptr)``      RuntimeError                a stream with that handle
-``cuda.pinned(a, b, ...)``         one array only              any number
-``cuda.mapped_array(...)``         a device array              a host array kernels write
-``Stream.add_callback/async_done``  missing                    a clear error: they are
-                                                               broken on a GPU too
-``cuda.nanosleep(ns)`` in a kernel missing                     sleeps
-=================================  ==========================  =========================
+- ``cuda.event(timing=...)``: TypeError -> accepted.
+- ``ev.elapsed_time(end)``: always -1.0 -> milliseconds on the host clock.
+- ``ev.query()``: missing -> True (all work is already done here).
+- ``cuda.event_elapsed_time(a, b)``: missing -> as on a GPU.
+- ``cuda.stream()`` and the default streams: one handle-less object -> distinct
+  streams with handles 0 (default), 1 (legacy), 2 (per-thread), like the GPU's.
+- ``cuda.external_stream(ptr)``: RuntimeError -> a stream with that handle.
+- ``cuda.pinned(a, b, ...)``: one array only -> any number.
+- ``cuda.mapped_array(...)``: a device array -> a host array kernels write.
+- ``Stream.add_callback`` / ``async_done``: missing -> a clear error, since they
+  are broken on a GPU too.
+- ``cuda.nanosleep(ns)`` in a kernel: missing -> sleeps.
 
 Timing errors mirror the GPU's: an event created with ``timing=False``, or never
 recorded, makes ``elapsed_time`` raise ``CudaAPIError`` (CUDA_ERROR_INVALID_HANDLE on

@@ -133,9 +133,9 @@ def _merge(traces):
 
     base = min(t.host_origin_s for t in traces)
     rows, spans = [], []
-    for i, t in enumerate(traces):
+    for t in traces:
         shift = (t.host_origin_s - base) * 1000.0
-        prefix = f"GPU {i}: "
+        prefix = f"GPU {t.device_id}: "
         rows += [Row(prefix + r.label, r.detail, r.host) for r in t.rows]
         spans += [Span(s.name, prefix + s.row, s.kind, s.start_ms + shift, s.end_ms + shift)
                   for s in t.spans]

@@ -306,6 +306,7 @@ class Timeline:
             rows=tuple(host_rows + stream_rows),
             device=self.device,
             simulated=self.simulated,
+            device_id=self.device_id,
             host_origin_s=self.host_origin_s,
             clock_uncertainty_ms=self.clock_uncertainty_ms,
         )

@@ -99,6 +99,7 @@ class Trace:
     rows: tuple[Row, ...]
     device: str = "unknown device"
     simulated: bool = False
+    device_id: int = 0
     host_origin_s: float = 0.0  # time.perf_counter() at the origin (0 ms)
     clock_uncertainty_ms: float = 0.0  # of the GPU-to-host clock alignment
     notes: tuple[str, ...] = field(default=())
