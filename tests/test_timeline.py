@@ -210,3 +210,20 @@ def test_handle_0_and_the_legacy_handle_share_one_row():
             pass
     rows = [r.label for r in tl.trace().rows]
     assert rows == ["legacy default stream"]
+
+
+def test_each_host_thread_has_its_own_per_thread_default_stream_row():
+    tl = Timeline()
+
+    def work():
+        s = cuda.per_thread_default_stream()
+        with tl.span("k", s):
+            streamlab.spin[1, 1, s](1000)
+
+    threads = [threading.Thread(target=work, name=f"worker {i}") for i in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    rows = sorted(r.label for r in tl.trace().rows)
+    assert rows == [f"per-thread default stream (worker {i})" for i in range(3)]

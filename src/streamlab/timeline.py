@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from numba import cuda
 
 from ._device import device_name, on_simulator
-from .streams import LEGACY_DEFAULT, PER_THREAD_DEFAULT, canonical_handle, stream_info
+from .streams import canonical_handle, stream_info
 from .trace import HOST_KINDS, Row, Span, Trace, check_kind
 
 
@@ -122,10 +122,14 @@ class Timeline:
 
     # --- rows ------------------------------------------------------------------
     def name_stream(self, stream, label: str) -> None:
-        """Show ``stream`` under ``label`` (e.g. "producer 0") instead of "stream N"."""
+        """Show ``stream`` under ``label`` (e.g. "producer 0") instead of "stream N".
+
+        A per-thread default stream is named for the thread that calls this."""
         if not isinstance(label, str) or not label:
             raise TypeError(f"a stream's label must be a non-empty string, got {label!r}")
         handle = canonical_handle(stream)
+        if handle == 2:
+            handle = (2, threading.current_thread().name)
         taken = {lab for h, lab in self._labels.items() if h != handle}
         if label in taken:
             raise ValueError(f"the label {label!r} is already used for another stream")
@@ -146,7 +150,11 @@ class Timeline:
 
     def _stream_row_locked(self, stream) -> str:
         handle = canonical_handle(stream)
-        row = self._rows.get(handle)
+        thread = threading.current_thread().name
+        # Handle 2 means "the calling thread's per-thread default stream": one
+        # stream per host thread, so one row per host thread.
+        key = (handle, thread) if handle == 2 else handle
+        row = self._rows.get(key)
         if row is not None:
             return row.label
         info = stream_info(stream)
@@ -156,14 +164,16 @@ class Timeline:
                 f"GPU {self.device_id}: events on different GPUs share no clock. Make one "
                 f"Timeline per GPU, inside `with cuda.gpus[{info.device}]:`."
             )
-        label = self._labels.get(handle)
+        label = self._labels.get(key)
         if label is None:
-            if info.kind in (LEGACY_DEFAULT, PER_THREAD_DEFAULT) and handle in (1, 2):
+            if handle == 1:
                 label = f"{info.kind} stream"
+            elif handle == 2:
+                label = f"{info.kind} stream ({thread})"
             else:
                 self._numbered += 1
                 label = f"stream {self._numbered}"
-        self._rows[handle] = Row(label, info.describe())
+        self._rows[key] = Row(label, info.describe())
         return label
 
     def _host_row(self, thread: str | None) -> str:
