@@ -46,6 +46,7 @@ def main():
     ap.add_argument("--tests", required=True)
     ap.add_argument("--bench", required=True)
     ap.add_argument("--junit", required=True)
+    ap.add_argument("--notebooks", help="JSON written by scripts/run_notebooks.py")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     if streamlab.on_simulator():
@@ -77,6 +78,16 @@ def main():
     lines += figures_table(tests)
     lines += ["", "### Cost of measuring (benchmarks/span_overhead.py)", ""]
     lines += figures_table(bench)
+    if a.notebooks:
+        lines += ["", "## The notebooks", "",
+                  "Executed top to bottom by `scripts/run_notebooks.py` in this run; the "
+                  "committed notebooks hold these outputs. Each notebook's last cell prints "
+                  "its headline figures:"]
+        for name, r in json.load(open(a.notebooks)).items():
+            state = "ran" if r["error"] is None else f"FAILED ({r['error']})"
+            lines += ["", f"### [{name}](../notebooks/{name})", "",
+                      f"{state} in {r['seconds']} s", ""]
+            lines += [f"- {k}: {v}" for k, v in r["headline"]]
     lines.append("")
     with open(a.out, "w") as f:
         f.write("\n".join(lines))

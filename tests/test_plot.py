@@ -76,3 +76,13 @@ def test_makespan_in_the_title_is_the_stream_rows_one_as_metrics_says():
     t = Trace.from_spans([Span("cpu", "host: MainThread", "host", 0.0, 20.0),
                           Span("k", "stream 1", "kernel", 5.0, 8.0)], device="GPU")
     assert plot(t).get_title() == f"GPU: makespan {t.metrics().makespan_ms:.3f} ms"
+
+
+def test_a_very_short_span_is_still_visible():
+    from streamlab.plot import MIN_BAR
+    t = Trace.from_spans([Span("long", "s1", "kernel", 0.0, 20.0),
+                          Span("blip", "s2", "kernel", 10.0, 10.005)])
+    ax = plot(t)
+    widths = sorted(p.get_paths()[0].get_extents().width for p in ax.collections)
+    assert widths[0] == pytest.approx(20.0 * MIN_BAR)
+    assert widths[1] == pytest.approx(20.0)

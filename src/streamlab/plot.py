@@ -24,6 +24,7 @@ COLOURS = {
     "other": "#8c564b",  # brown
 }
 SIM_MARK = "simulator: sequential, not GPU timing"
+MIN_BAR = 0.0025  # the shortest bar drawn, as a fraction of the time axis
 
 
 def plot(trace, ax=None, *, title: str | None = None, labels: bool = True,
@@ -32,7 +33,8 @@ def plot(trace, ax=None, *, title: str | None = None, labels: bool = True,
 
     Rows: host threads first, then streams, each labelled with its name and kind
     (legacy default, per-thread default, blocking, non-blocking). Bars are coloured
-    by kind, labelled with their names where the name fits. The title gives the
+    by kind, labelled with their names where the name fits; a span too short to see is
+    drawn :data:`MIN_BAR` of the axis wide (its true times are in the table). The title gives the
     device (or marks a simulator trace) and the makespan of the stream rows (dotted
     lines), as :meth:`Trace.metrics` reports it.
     """
@@ -53,7 +55,7 @@ def plot(trace, ax=None, *, title: str | None = None, labels: bool = True,
     kinds_seen = []
     for s in spans:
         y = index[s.row]
-        ax.broken_barh([(s.start_ms, max(s.duration_ms, span_ms * 1e-4))], (y - 0.4, 0.8),
+        ax.broken_barh([(s.start_ms, max(s.duration_ms, span_ms * MIN_BAR))], (y - 0.4, 0.8),
                        facecolors=COLOURS[s.kind], edgecolor="white", linewidth=0.5)
         if s.kind not in kinds_seen:
             kinds_seen.append(s.kind)

@@ -1,0 +1,77 @@
+"""Execute the course notebooks in place and collect their headline figures.
+
+    python scripts/run_notebooks.py [--json PATH] [NOTEBOOK ...]   (default: notebooks/*.ipynb)
+
+Each notebook runs top to bottom in a fresh kernel (nbclient), in its own folder, and
+is saved with its outputs. A notebook's last code cell, tagged ``headline``, prints
+``name: value`` lines: the figures that docs/gpu-results.md reports for it. Run on a
+GPU by scripts/gpu-check.sh; committed notebook outputs come from that run.
+"""
+
+import argparse
+import json
+import re
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def headline(nb) -> list[list[str]]:
+    """The ``name: value`` lines printed by the cell tagged 'headline'."""
+    cells = [c for c in nb.cells if "headline" in c.get("metadata", {}).get("tags", [])]
+    if len(cells) != 1:
+        raise ValueError(f"expected one cell tagged 'headline', found {len(cells)}")
+    text = "".join(o.get("text", "") for o in cells[0].get("outputs", [])
+                   if o.get("output_type") == "stream" and o.get("name") == "stdout")
+    return [list(m.groups()) for m in re.finditer(r"^(.+?):\s+(.+)$", text, re.M)]
+
+
+def run(path: Path, timeout: int) -> dict:
+    nb = nbformat.read(path, as_version=4)
+    client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
+                            resources={"metadata": {"path": str(path.parent)}})
+    t0 = time.perf_counter()
+    error = None
+    try:
+        client.execute()
+    except CellExecutionError as exc:
+        error = str(exc).splitlines()[-1] if str(exc) else repr(exc)
+    seconds = round(time.perf_counter() - t0, 1)
+    nbformat.write(nb, path)
+    result = {"seconds": seconds, "error": error, "headline": []}
+    if error is None:
+        result["headline"] = headline(nb)
+    return result
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("notebooks", nargs="*", type=Path)
+    ap.add_argument("--json", type=Path, help="write the results here")
+    ap.add_argument("--timeout", type=int, default=600, help="seconds per cell")
+    a = ap.parse_args()
+    paths = a.notebooks or sorted((ROOT / "notebooks").glob("[0-9][0-9]__*.ipynb"))
+    if not paths:
+        print("no notebooks to run", file=sys.stderr)
+        return 1
+    results = {}
+    for p in paths:
+        r = run(p, a.timeout)
+        results[p.name] = r
+        status = "ok" if r["error"] is None else f"FAILED: {r['error']}"
+        print(f"{p.name}: {r['seconds']} s, {status}")
+        for name, value in r["headline"]:
+            print(f"    {name}: {value}")
+    if a.json:
+        a.json.write_text(json.dumps(results, indent=1))
+    return 0 if all(r["error"] is None for r in results.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
