@@ -12,6 +12,7 @@ import json
 import os
 import platform
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 os.environ.setdefault("STREAMLAB_QUIET", "1")
 
@@ -51,8 +52,8 @@ def main():
     a = ap.parse_args()
     if streamlab.on_simulator():
         raise SystemExit("gpu_results.py must run on a GPU: this is the simulator")
-    tests = json.load(open(a.tests))
-    bench = json.load(open(a.bench))
+    tests = json.loads(Path(a.tests).read_text())
+    bench = json.loads(Path(a.bench).read_text())
     tot, skipped = junit_summary(a.junit)
     v = doctor.versions()
     lines = [
@@ -83,14 +84,13 @@ def main():
                   "Executed top to bottom by `scripts/run_notebooks.py` in this run; the "
                   "committed notebooks hold these outputs. Each notebook's last cell prints "
                   "its headline figures:"]
-        for name, r in json.load(open(a.notebooks)).items():
+        for name, r in json.loads(Path(a.notebooks).read_text()).items():
             state = "ran" if r["error"] is None else f"FAILED ({r['error']})"
             lines += ["", f"### [{name}](../notebooks/{name})", "",
                       f"{state} in {r['seconds']} s", ""]
             lines += [f"- {k}: {v}" for k, v in r["headline"]]
     lines.append("")
-    with open(a.out, "w") as f:
-        f.write("\n".join(lines))
+    Path(a.out).write_text("\n".join(lines))
     print("\n".join(lines))
 
 
