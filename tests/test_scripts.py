@@ -1,0 +1,55 @@
+"""The scripts that publish GPU results: the parts that need no GPU."""
+
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_notebook, new_output
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import gpu_results  # noqa: E402
+import run_notebooks  # noqa: E402
+
+
+def notebook_with_headline(text, tags=("headline",)):
+    cell = new_code_cell("print(...)", metadata={"tags": list(tags)})
+    cell.outputs = [new_output("stream", name="stdout", text=text),
+                    new_output("stream", name="stderr", text="warning: noise\n")]
+    return new_notebook(cells=[new_code_cell("x = 1"), cell])
+
+
+def test_headline_lines_are_name_value_pairs_from_stdout_only():
+    nb = notebook_with_headline("device: NVIDIA H200\nbound: 219.3 ms\nno colon here\n")
+    assert run_notebooks.headline(nb) == [["device", "NVIDIA H200"], ["bound", "219.3 ms"]]
+
+
+def test_a_notebook_needs_exactly_one_headline_cell():
+    with pytest.raises(ValueError, match="found 0"):
+        run_notebooks.headline(notebook_with_headline("a: 1\n", tags=()))
+
+
+def test_junit_summary_counts_and_names_skips(tmp_path):
+    xml = tmp_path / "j.xml"
+    xml.write_text(
+        '<testsuites><testsuite tests="4" failures="1" errors="0" skipped="1">'
+        '<testcase name="a"/><testcase name="b"><failure/></testcase>'
+        '<testcase name="c"><skipped message="needs two GPUs"/></testcase>'
+        '<testcase name="d"/></testsuite></testsuites>')
+    totals, skipped = gpu_results.junit_summary(xml)
+    assert totals == {"tests": 4, "failures": 1, "errors": 0, "skipped": 1, "passed": 2}
+    assert skipped == ["c: needs two GPUs"]
+
+
+def test_figures_table_names_the_test_that_measured():
+    rows = gpu_results.figures_table([{"test": "tests/test_gpu.py::test_x", "name": "span",
+                                       "value": 1.0, "unit": "ms"}])
+    assert rows[-1] == "| span | 1.0 | ms | `test_x` |"
+
+
+def test_executed_notebooks_are_valid(tmp_path):
+    path = tmp_path / "n.ipynb"
+    nbformat.write(notebook_with_headline("a: 1\n"), path)
+    nbformat.validate(nbformat.read(path, as_version=4))
