@@ -5,6 +5,7 @@ only: on a GPU nothing is patched (test_gpu.py checks the real behaviour).
 """
 
 import asyncio
+import threading
 import time
 
 import numpy as np
@@ -127,3 +128,31 @@ def test_stream_done_resolves_in_the_simulator():
 def test_globaltimer_is_a_gpu_register_only():
     with pytest.raises(NotImplementedError, match="simulator has none"):
         streamlab.globaltimer()
+
+
+def test_launches_from_several_host_threads_do_not_race_in_the_simulator():
+    @cuda.jit
+    def inc(x):
+        i = cuda.grid(1)
+        if i < x.size:
+            x[i] += 1
+
+    data = [cuda.device_array(4) for _ in range(8)]
+    for d in data:
+        d.copy_to_device(np.zeros(4))
+    errors = []
+
+    def work(d):
+        try:
+            for _ in range(5):
+                inc[1, 4](d)
+        except Exception as exc:  # report, do not hide, a race
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(d,)) for d in data]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert all((d.copy_to_host() == 5).all() for d in data)

@@ -27,6 +27,7 @@ from ._device import describe, device_name, on_simulator, pick  # noqa: E402
 from ._mode import DeviceModeError  # noqa: E402
 from .chrome import to_chrome_trace  # noqa: E402
 from .hostfn import HostCall, HostFuncError, launch_host_func, stream_done  # noqa: E402
+from .ops import Op, OpLog, StreamRef, is_pinned, record_ops  # noqa: E402
 from .plot import COLOURS, plot  # noqa: E402
 from .spin import globaltimer, ms_to_ns, spin  # noqa: E402
 from .streams import StreamInfo, priority_range, stream, stream_info  # noqa: E402
@@ -36,8 +37,9 @@ from .trace import KINDS, Metrics, Row, Span, Trace  # noqa: E402
 __version__ = "0.1.0"
 
 __all__ = [
-    "COLOURS", "DeviceModeError", "HostCall", "HostFuncError", "KINDS", "Metrics", "Row",
-    "Span", "StreamInfo", "Timeline", "TimelineError", "TimelineNotReady", "Trace",
+    "COLOURS", "DeviceModeError", "HostCall", "HostFuncError", "KINDS", "Metrics", "Op",
+    "OpLog", "Row", "Span", "StreamInfo", "StreamRef", "Timeline", "TimelineError",
+    "TimelineNotReady", "Trace", "is_pinned", "record_ops",
     "describe", "device_name", "globaltimer", "launch_host_func", "ms_to_ns", "on_simulator",
     "pick", "plot", "priority_range", "spin", "stream", "stream_done", "stream_info",
     "to_chrome_trace",

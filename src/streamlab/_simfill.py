@@ -12,9 +12,14 @@ What each fill does (numba-cuda 0.30's simulator alone, then with streamlab):
 - ``cuda.external_stream(ptr)``: RuntimeError -> a stream with that handle.
 - ``cuda.pinned(a, b, ...)``: one array only -> any number.
 - ``cuda.mapped_array(...)``: a device array -> a host array kernels write.
+- ``cuda.pinned_array`` / ``cuda.pinned(a)``: unmarked -> marked as pinned, so that
+  :func:`is_pinned` can tell pinned from pageable memory as on a GPU.
 - ``Stream.add_callback`` / ``async_done``: missing -> a clear error, since they
   are broken on a GPU too.
 - ``cuda.nanosleep(ns)`` in a kernel: missing -> sleeps.
+- kernels launched from several host threads at once: a race inside the simulator (it
+  swaps the kernel's global ``cuda`` during a launch) -> launches take turns. They run
+  synchronously anyway, so this changes nothing else.
 
 Timing errors mirror the GPU's: an event created with ``timing=False``, or never
 recorded, makes ``elapsed_time`` raise ``CudaAPIError`` (CUDA_ERROR_INVALID_HANDLE on
@@ -25,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import threading
 import time
 
 import numpy as np
@@ -35,6 +41,21 @@ LEGACY_HANDLE = 1  # CU_STREAM_LEGACY
 PER_THREAD_HANDLE = 2  # CU_STREAM_PER_THREAD
 
 _handles = itertools.count(0x1000)
+_pinned_ids: set[int] = set()  # ids of arrays pinned by cuda.pinned(...) right now
+
+
+class SimPinnedArray(np.ndarray):
+    """A numpy array standing for page-locked host memory on the simulator."""
+
+
+def is_pinned(ary) -> bool:
+    """Is this host array pinned (page-locked), as the simulator pretends?"""
+    base = ary
+    while base is not None:
+        if isinstance(base, SimPinnedArray) or id(base) in _pinned_ids:
+            return True
+        base = getattr(base, "base", None)
+    return False
 
 _BROKEN_CALLBACK = (
     "Stream.{name} is broken in numba-cuda 0.30 on a real GPU ('CUstream' object has "
@@ -159,11 +180,23 @@ def apply(cuda) -> None:
         for ary in arylist:
             if not isinstance(ary, np.ndarray):
                 raise TypeError(f"cuda.pinned takes numpy arrays, got {type(ary).__name__}")
-        yield
+        ids = {id(a) for a in arylist} - _pinned_ids
+        _pinned_ids.update(ids)
+        try:
+            yield
+        finally:
+            _pinned_ids.difference_update(ids)
+
+    def pinned_array(shape, dtype=np.float64, strides=None, order="C"):
+        return np.ndarray(shape=shape, dtype=dtype, strides=strides,
+                          order=order).view(SimPinnedArray)
+
+    def pinned_array_like(ary):
+        return pinned_array(ary.shape, ary.dtype)
 
     def mapped_array(shape, dtype=np.float64, strides=None, order="C", stream=0,
                      portable=False, wc=False):
-        return np.ndarray(shape=shape, dtype=dtype, strides=strides, order=order)
+        return pinned_array(shape, dtype, strides, order)
 
     for name, value in {
         "event": event,
@@ -176,9 +209,25 @@ def apply(cuda) -> None:
         "per_thread_default_stream": per_thread_default_stream,
         "external_stream": external_stream,
         "pinned": pinned,
+        "pinned_array": pinned_array,
+        "pinned_array_like": pinned_array_like,
         "mapped_array": mapped_array,
     }.items():
         setattr(cuda, name, value)
+
+    # Launches from several host threads: one at a time (see the module docstring).
+    from numba.cuda.simulator import kernel as sim_kernel
+
+    launch_lock = threading.RLock()
+    original_call = sim_kernel.FakeCUDAKernel.__call__
+
+    def locked_call(self, *args):
+        if self._device:
+            return original_call(self, *args)  # a device function, called inside a kernel
+        with launch_lock:
+            return original_call(self, *args)
+
+    sim_kernel.FakeCUDAKernel.__call__ = locked_call
 
     # Inside a simulated kernel, `cuda` is a FakeCUDAModule: give it nanosleep.
     # (No clock64: numba-cuda 0.30 has none on a GPU either.)

@@ -1,0 +1,140 @@
+"""Recording the stream and event operations code issues (any device)."""
+
+import threading
+
+import numpy as np
+import pytest
+from numba import cuda
+
+import streamlab
+
+
+@cuda.jit
+def inc(x):
+    i = cuda.grid(1)
+    if i < x.size:
+        x[i] += 1
+
+
+@cuda.jit
+def twice(x):
+    i = cuda.grid(1)
+    if i < x.size:
+        x[i] = helper(x[i])
+
+
+@cuda.jit(device=True)
+def helper(v):
+    return 2 * v
+
+
+def test_each_kind_of_operation_with_its_stream():
+    s1, s2 = cuda.stream(), streamlab.stream(nonblocking=True)
+    host = cuda.pinned_array(4)
+    host[:] = 1
+    ev = cuda.event()
+    with streamlab.record_ops() as ops:
+        d = cuda.to_device(host, stream=s1)
+        inc[1, 4, s1](d)
+        ev.record(s1)
+        ev.wait(s2)
+        twice[1, 4, s2](d)
+        out = d.copy_to_host(stream=s2)
+        s2.synchronize()
+        ev.synchronize()
+        cuda.synchronize()
+    assert list(out) == [4, 4, 4, 4]
+    assert [(op.kind, op.name) for op in ops] == [
+        ("copy", "h2d"), ("launch", "inc"), ("record", "event"), ("wait", "event"),
+        ("launch", "twice"), ("copy", "d2h"), ("sync", "stream"), ("sync", "event"),
+        ("sync", "device")]
+    k1, k2 = ops.launches()
+    assert k1.stream.kind == "blocking" and k2.stream.kind == "non-blocking"
+    assert k1.stream != k2.stream
+    assert ops.recorded_before(ops.waits()[0]).stream == k1.stream
+    assert ops.waits()[0].stream == k2.stream
+    assert [op.name for op in ops.on_stream(s1)] == ["h2d", "inc", "event"]
+
+
+def test_launches_and_records_without_a_stream_go_to_the_legacy_default_stream():
+    d = cuda.device_array(4)
+    ev = cuda.event()
+    with streamlab.record_ops() as ops:
+        inc[1, 4](d)
+        ev.record()
+    assert all(op.stream.is_legacy_default for op in ops)
+
+
+def test_pinned_and_pageable_copies_are_told_apart():
+    d = cuda.device_array(4)
+    pageable, pinned, later = np.zeros(4), cuda.pinned_array(4), np.zeros(4)
+    s = cuda.stream()
+    with streamlab.record_ops() as ops:
+        d.copy_to_host(pageable, stream=s)
+        d.copy_to_host(pinned, stream=s)
+        with cuda.pinned(later):
+            d.copy_to_host(later, stream=s)
+        d.copy_to_host(later, stream=s)
+    assert [op.pinned for op in ops.copies("d2h")] == [False, True, True, False]
+    assert streamlab.is_pinned(pinned) and not streamlab.is_pinned(pageable)
+    assert streamlab.is_pinned(pinned[1:3])
+
+
+def test_to_device_is_one_copy_not_two_and_device_functions_are_not_launches():
+    with streamlab.record_ops() as ops:
+        d = cuda.to_device(np.zeros(4))
+        twice[1, 4](d)
+    assert [(op.kind, op.name) for op in ops] == [("copy", "h2d"), ("launch", "twice")]
+
+
+def test_nothing_is_recorded_outside_and_nested_recorders_both_see():
+    d = cuda.device_array(4)
+    with streamlab.record_ops() as outer:
+        inc[1, 4](d)
+        with streamlab.record_ops() as inner:
+            inc[1, 4](d)
+        inc[1, 4](d)
+    inc[1, 4](d)
+    assert len(outer) == 3 and len(inner) == 1
+    assert cuda.synchronize.__name__ == "synchronize"
+    assert cuda.to_device.__module__ != "streamlab.ops"
+
+
+def test_operations_from_several_host_threads():
+    streams = [cuda.stream() for _ in range(4)]
+    data = [cuda.device_array(4) for _ in range(4)]
+
+    def work(i):
+        inc[1, 4, streams[i]](data[i])
+
+    with streamlab.record_ops() as ops:
+        threads = [threading.Thread(target=work, args=(i,), name=f"t{i}") for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert sorted(op.thread for op in ops) == ["t0", "t1", "t2", "t3"]
+    assert len({op.stream.key() for op in ops}) == 4
+
+
+def test_per_thread_default_streams_are_one_per_thread():
+    def work(out):
+        s = cuda.per_thread_default_stream()
+        with streamlab.record_ops() as ops:
+            inc[1, 1, s](cuda.device_array(1))
+        out.append(ops[0].stream)
+
+    refs = []
+    for i in range(2):
+        t = threading.Thread(target=work, args=(refs,), name=f"w{i}")
+        t.start()
+        t.join()
+    assert refs[0].kind == "per-thread default" and refs[0].key() != refs[1].key()
+
+
+def test_an_exception_inside_still_restores_numba():
+    original = cuda.synchronize
+    with pytest.raises(ZeroDivisionError):
+        with streamlab.record_ops():
+            1 / 0
+    assert cuda.synchronize is original
