@@ -23,6 +23,7 @@ if _chosen.simulator:
 
     _simfill.apply(_cuda)
 
+from . import check  # noqa: E402
 from ._device import describe, device_name, on_simulator, pick  # noqa: E402
 from ._mode import DeviceModeError  # noqa: E402
 from .chrome import to_chrome_trace  # noqa: E402
@@ -39,7 +40,7 @@ __version__ = "0.1.0"
 __all__ = [
     "COLOURS", "DeviceModeError", "HostCall", "HostFuncError", "KINDS", "Metrics", "Op",
     "OpLog", "Row", "Span", "StreamInfo", "StreamRef", "Timeline", "TimelineError",
-    "TimelineNotReady", "Trace", "is_pinned", "record_ops",
+    "TimelineNotReady", "Trace", "check", "is_pinned", "record_ops",
     "describe", "device_name", "globaltimer", "launch_host_func", "ms_to_ns", "on_simulator",
     "pick", "plot", "priority_range", "spin", "stream", "stream_done", "stream_info",
     "to_chrome_trace",

@@ -1,0 +1,154 @@
+"""Checks for labs: each failure says what is wrong and hints at the fix.
+
+The checks read what code *did* (an :class:`~streamlab.OpLog` from
+:func:`~streamlab.record_ops`), what it *computed*, and, on a GPU, how it *overlapped*
+(:func:`time_per_stream`). A check passes silently or raises :class:`CheckFailed`.
+
+>>> import streamlab
+>>> from streamlab import check
+>>> from numba import cuda
+>>> @cuda.jit
+... def k(x):
+...     x[0] = 1
+>>> streams = [cuda.stream(), cuda.stream()]
+>>> data = [cuda.device_array(1) for _ in streams]
+>>> with streamlab.record_ops() as ops:
+...     for s, d in zip(streams, data):
+...         k[1, 1](d)                      # forgot the stream
+>>> check.one_launch_per_stream(ops, "k", streams)
+Traceback (most recent call last):
+...
+streamlab.check.CheckFailed: kernel 'k' went to the legacy default stream 2 times: ...
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+from numba import cuda
+
+from ._device import on_simulator
+from .ops import OpLog, _ref
+from .trace import Span, Trace
+
+
+class CheckFailed(AssertionError):
+    """A lab check failed; the message says what and hints at the fix."""
+
+
+def fail(message: str):
+    raise CheckFailed(message)
+
+
+def _keys(streams):
+    return [_ref(s).key() for s in streams]
+
+
+def one_launch_per_stream(ops: OpLog, kernel: str, streams) -> None:
+    """``kernel`` was launched exactly once on each of ``streams``, and nowhere else."""
+    launches = ops.launches(kernel)
+    if not launches:
+        fail(f"kernel '{kernel}' was never launched: call {kernel}[grid, block, stream](...) "
+             f"once for each stream")
+    legacy = [op for op in launches if op.stream.is_legacy_default]
+    if legacy:
+        fail(f"kernel '{kernel}' went to the legacy default stream {len(legacy)} times: put the "
+             f"stream in the launch configuration, {kernel}[grid, block, stream](...)")
+    wanted = _keys(streams)
+    used = [op.stream.key() for op in launches]
+    for i, key in enumerate(wanted):
+        n = used.count(key)
+        if n != 1:
+            fail(f"stream {i} got {n} launches of '{kernel}'; each of the {len(wanted)} "
+                 f"streams should get exactly one")
+    stray = [op for op in launches if op.stream.key() not in wanted]
+    if stray:
+        fail(f"kernel '{kernel}' was launched on {len(stray)} stream(s) you were not given: "
+             f"use the streams passed in")
+
+
+def not_on_legacy_default(ops: OpLog, kernel: str, what: str | None = None) -> None:
+    """No launch of ``kernel`` went to the legacy default stream."""
+    bad = [op for op in ops.launches(kernel) if op.stream.is_legacy_default]
+    if bad:
+        fail(f"{what or f'kernel {kernel!r}'} went to the legacy default stream {len(bad)} "
+             f"time(s); it waits for every blocking stream and they wait for it. Use "
+             f"cuda.per_thread_default_stream() or a stream of your own")
+
+
+def no_host_sync(ops: OpLog, where: str = "") -> None:
+    """The host did not synchronize (device, stream or event) in the recorded code."""
+    syncs = ops.syncs()
+    if syncs:
+        kinds = ", ".join(sorted({f"{op.name}.synchronize()" if op.name != "device"
+                                  else "cuda.synchronize()" for op in syncs}))
+        fail(f"you synchronized the host{where} ({kinds}): that makes each piece of work "
+             f"wait for the one before. Issue all the work, and let the caller wait")
+
+
+def only_stream_sync(ops: OpLog, stream, label: str = "the stream") -> None:
+    """The host synchronized ``stream`` and nothing else."""
+    syncs = ops.syncs()
+    device = [op for op in syncs if op.name == "device"]
+    if device:
+        fail("you called cuda.synchronize(), which waits for the whole device: call "
+             f"{label}.synchronize() to wait for that stream alone")
+    key = _ref(stream).key()
+    mine = [op for op in syncs if op.name == "stream" and op.stream.key() == key]
+    others = [op for op in syncs if op not in mine]
+    if others:
+        fail(f"you synchronized {len(others)} other stream(s) or event(s) too: wait for "
+             f"{label} alone")
+    if not mine:
+        fail(f"you did not wait for {label}: call {label}.synchronize()")
+
+
+def equal(got, expected, what: str, rtol: float = 1e-5) -> None:
+    """``got`` equals ``expected`` (arrays: element by element, floats within ``rtol``)."""
+    got, expected = np.asarray(got), np.asarray(expected)
+    if got.shape != expected.shape:
+        fail(f"{what}: expected shape {expected.shape}, got {got.shape}")
+    close = np.isclose(got, expected, rtol=rtol, atol=0) | (got == expected)
+    if not close.all():
+        i = int(np.flatnonzero(~close.ravel())[0])
+        fail(f"{what}: {int((~close).sum())} of {close.size} values are wrong; the first at "
+             f"index {i}: expected {expected.ravel()[i]!r}, got {got.ravel()[i]!r}. Did every "
+             f"piece of work run, and finish, before the result was read?")
+
+
+@contextlib.contextmanager
+def time_per_stream(streams, names=None):
+    """Bracket the block with an event pair in each stream: one span per stream.
+
+    Yields a list that receives the :class:`~streamlab.Trace` once the block ends (the
+    spans cover whatever the block issued to each stream, measured on the GPU).
+    """
+    names = names or [f"stream {i}" for i in range(len(streams))]
+    starts = [cuda.event(timing=True) for _ in streams]
+    ends = [cuda.event(timing=True) for _ in streams]
+    origin = cuda.event(timing=True)
+    origin.record(streams[0])
+    for s, e in zip(streams, starts, strict=True):
+        e.record(s)
+    out = []
+    yield out
+    for s, e in zip(streams, ends, strict=True):
+        e.record(s)
+    for e in ends:
+        e.synchronize()
+    spans = [Span(n, n, "kernel", origin.elapsed_time(a), origin.elapsed_time(b))
+             for n, a, b in zip(names, starts, ends, strict=True)]
+    out.append(Trace.from_spans(spans))
+
+
+def concurrency_at_least(trace: Trace, minimum: float, what: str) -> str:
+    """On a GPU, the spans overlapped at least ``minimum``-fold; on the simulator, say so."""
+    if on_simulator():
+        return f"{what}: overlap not checked on the simulator (it runs everything in order)"
+    m = trace.metrics()
+    if m.concurrency < minimum:
+        fail(f"{what}: the work overlapped only {m.concurrency:.1f}-fold (makespan "
+             f"{m.makespan_ms:.2f} ms for {m.busy_ms:.2f} ms of work); expected at least "
+             f"{minimum}. Something is making the streams wait for each other")
+    return f"{what}: overlapped {m.concurrency:.1f}-fold"
