@@ -138,3 +138,43 @@ def test_an_exception_inside_still_restores_numba():
         with streamlab.record_ops():
             raise ZeroDivisionError("inside the block")
     assert cuda.synchronize is original
+
+
+def test_host_functions_are_recorded_in_their_stream():
+    s = cuda.stream()
+    with streamlab.record_ops() as ops:
+        call = streamlab.launch_host_func(s, lambda: None, name="post 0")
+    call.wait(timeout=10)
+    (op,) = ops.host_functions()
+    assert op.name == "post 0" and op.stream == streamlab.ops._ref(s)
+
+
+def test_waits_for_accepts_event_order_and_explains_each_mistake():
+    from streamlab import check
+
+    @cuda.jit
+    def k(x):
+        x[0] = 1
+
+    a, b = cuda.stream(), cuda.stream()
+    d = cuda.device_array(1)
+
+    def scenario(steps):
+        ev = cuda.event()
+        with streamlab.record_ops() as ops:
+            for step in steps:
+                {"P": lambda: k[1, 1, a](d), "C": lambda: k[1, 1, b](d),
+                 "rec a": lambda: ev.record(a), "rec b": lambda: ev.record(b),
+                 "wait b": lambda: ev.wait(b)}[step]()
+        producer, consumer = ops.launches("k")  # P comes before C in every scenario
+        return ops, producer, consumer
+
+    ops, p, c = scenario(["P", "rec a", "wait b", "C"])
+    check.waits_for(ops, p, c)
+    for steps, phrase in [(["P", "C"], "never waits"),
+                          (["P", "wait b", "rec a", "C"], "not been recorded yet"),
+                          (["rec a", "P", "wait b", "C"], "before the producer was launched"),
+                          (["P", "rec b", "wait b", "C"], "recorded in another stream")]:
+        ops, p, c = scenario(steps)
+        with pytest.raises(check.CheckFailed, match=phrase):
+            check.waits_for(ops, p, c)

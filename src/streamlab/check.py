@@ -77,6 +77,40 @@ def not_on_legacy_default(ops: OpLog, kernel: str, what: str | None = None) -> N
              f"cuda.per_thread_default_stream() or a stream of your own")
 
 
+def waits_for(ops: OpLog, before, after, waiter: str = "the consumer",
+              producer: str = "the producer") -> None:
+    """Op ``after`` is ordered after op ``before`` by an event (or by sharing a stream).
+
+    That is: ``after``'s stream waited, before ``after`` was issued, on an event recorded
+    in ``before``'s stream after ``before`` was issued. Host synchronizes do not count.
+    """
+    if after.stream.key() == before.stream.key():
+        if after.index > before.index:
+            return
+        fail(f"{waiter} was issued before {producer}, in the same stream")
+    waits = [op for op in ops.waits()
+             if op.stream.key() == after.stream.key() and op.index < after.index]
+    if not waits:
+        fail(f"{waiter}'s stream never waits for {producer}: record an event in "
+             f"{producer}'s stream after its work (event.record(stream)), and call "
+             f"event.wait(consumer_stream) before {waiter}'s launch")
+    problems = []
+    for w in waits:
+        rec = ops.recorded_before(w)
+        if rec is None:
+            problems.append("it waits on an event that had not been recorded yet: record "
+                            "first, then wait")
+        elif rec.stream.key() != before.stream.key():
+            problems.append("it waits on an event recorded in another stream, not in "
+                            f"{producer}'s")
+        elif rec.index < before.index:
+            problems.append(f"it waits on an event recorded before {producer} was "
+                            "launched: record the event after the launch")
+        else:
+            return
+    fail(f"{waiter} is not ordered after {producer}: {problems[-1]}")
+
+
 def no_host_sync(ops: OpLog, where: str = "") -> None:
     """The host did not synchronize (device, stream or event) in the recorded code."""
     syncs = ops.syncs()

@@ -59,7 +59,7 @@ class Op:
     """One operation: a kernel launch, a copy, an event record or wait, or a synchronize."""
 
     index: int
-    kind: str  # launch | copy | record | wait | sync
+    kind: str  # launch | copy | record | wait | sync | hostfn
     name: str  # kernel name; h2d/d2h/d2d; "event"; stream/device/event for sync
     stream: StreamRef | None = None
     event: int | None = None  # id() of the event object
@@ -90,6 +90,9 @@ class OpLog(list):
 
     def syncs(self) -> list[Op]:
         return [op for op in self if op.kind == "sync"]
+
+    def host_functions(self) -> list[Op]:
+        return [op for op in self if op.kind == "hostfn"]
 
     def recorded_before(self, wait: Op) -> Op | None:
         """The record of the event that ``wait`` waits on, issued last before it."""
@@ -135,7 +138,8 @@ class _Recorder:
         self.lock = threading.Lock()
 
     def add(self, kind, name, stream=None, **kw):
-        ref = _ref(stream) if (stream is not None or kind in ("launch", "copy")) else None
+        ref = (_ref(stream) if (stream is not None or kind in ("launch", "copy", "hostfn"))
+               else None)
         with self.lock:
             self.log.append(Op(len(self.log), kind, name, ref,
                                thread=threading.current_thread().name, **kw))
