@@ -111,6 +111,21 @@ def waits_for(ops: OpLog, before, after, waiter: str = "the consumer",
     fail(f"{waiter} is not ordered after {producer}: {problems[-1]}")
 
 
+def host_waited_for(ops: OpLog, op, streams, names, what: str = "the result") -> None:
+    """Before ``op`` was issued, the host waited for each of ``streams``.
+
+    A ``cuda.synchronize()``, or ``stream.synchronize()`` for each stream, counts.
+    """
+    before = [s for s in ops.syncs() if s.index < op.index]
+    if any(s.name == "device" for s in before):
+        return
+    synced = {s.stream.key() for s in before if s.name == "stream"}
+    for name, stream in zip(names, streams, strict=True):
+        if _ref(stream).key() not in synced:
+            fail(f"{what} was read before waiting for {name}: its work may not have happened "
+                 f"yet. Call {name}.synchronize() before reading")
+
+
 def no_host_sync(ops: OpLog, where: str = "") -> None:
     """The host did not synchronize (device, stream or event) in the recorded code."""
     syncs = ops.syncs()
