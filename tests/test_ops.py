@@ -178,3 +178,10 @@ def test_waits_for_accepts_event_order_and_explains_each_mistake():
         ops, p, c = scenario(steps)
         with pytest.raises(check.CheckFailed, match=phrase):
             check.waits_for(ops, p, c)
+
+
+def test_stream_ref_of_a_stream_matches_what_the_recorder_saw():
+    s = cuda.stream()
+    with streamlab.record_ops() as ops:
+        inc[1, 1, s](cuda.device_array(1))
+    assert streamlab.StreamRef.of(s) == ops[0].stream

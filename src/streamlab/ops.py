@@ -45,6 +45,11 @@ class StreamRef:
     kind: str  # legacy default, per-thread default, blocking, non-blocking
     thread: str
 
+    @classmethod
+    def of(cls, stream) -> "StreamRef":
+        """The StreamRef of a numba stream (or 0) as seen from the calling thread."""
+        return _ref(stream)
+
     @property
     def is_legacy_default(self) -> bool:
         return self.kind == "legacy default"
