@@ -1,7 +1,8 @@
 """Wrong solutions to lab 01 that its checks must reject, each with the feedback expected.
 
 Each entry: name -> (the graded function's grade_id, the wrong code, the check cell that
-must fail, a phrase its message must contain).
+must fail, a phrase its message must contain[, check cells of later parts that build on
+this one and so may fail too]).
 """
 
 WRONG = {
