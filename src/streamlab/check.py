@@ -29,7 +29,7 @@ import numpy as np
 from numba import cuda
 
 from ._device import on_simulator
-from .ops import OpLog, _ref
+from .ops import OpLog, StreamRef
 from .trace import Span, Trace
 
 
@@ -42,7 +42,7 @@ def fail(message: str):
 
 
 def _keys(streams):
-    return [_ref(s).key() for s in streams]
+    return [StreamRef.of(s).key() for s in streams]
 
 
 def one_launch_per_stream(ops: OpLog, kernel: str, streams) -> None:
@@ -121,7 +121,7 @@ def host_waited_for(ops: OpLog, op, streams, names, what: str = "the result") ->
         return
     synced = {s.stream.key() for s in before if s.name == "stream"}
     for name, stream in zip(names, streams, strict=True):
-        if _ref(stream).key() not in synced:
+        if StreamRef.of(stream).key() not in synced:
             fail(f"{what} was read before waiting for {name}: its work may not have happened "
                  f"yet. Call {name}.synchronize() before reading")
 
@@ -143,7 +143,7 @@ def only_stream_sync(ops: OpLog, stream, label: str = "the stream") -> None:
     if device:
         fail("you called cuda.synchronize(), which waits for the whole device: call "
              f"{label}.synchronize() to wait for that stream alone")
-    key = _ref(stream).key()
+    key = StreamRef.of(stream).key()
     mine = [op for op in syncs if op.name == "stream" and op.stream.key() == key]
     others = [op for op in syncs if op not in mine]
     if others:

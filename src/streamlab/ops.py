@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from numba import cuda
 
 from ._device import on_simulator
-from .streams import canonical_handle, stream_info
+from .streams import canonical_handle, stream_info, stream_key
 
 _local = threading.local()
 
@@ -55,8 +55,7 @@ class StreamRef:
         return self.kind == "legacy default"
 
     def key(self):
-        # each host thread's per-thread default stream is its own stream
-        return (self.handle, self.thread) if self.handle == 2 else self.handle
+        return stream_key(self.handle, self.thread)
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ streamlab asks the driver for them and hands back an ordinary numba stream objec
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass
 
 from numba import cuda
@@ -80,6 +81,17 @@ def canonical_handle(stream) -> int:
     if handle == 0:
         return _CU_STREAM_PER_THREAD if _per_thread_by_env() and not on_simulator() \
             else _CU_STREAM_LEGACY
+    return handle
+
+
+def stream_key(handle: int, thread: str | None = None):
+    """What identifies a stream, given its canonical handle (see :func:`canonical_handle`).
+
+    Handle 2 means "the calling thread's per-thread default stream": one stream per host
+    thread, so it is told apart by the thread's name too. Every other handle is itself.
+    """
+    if handle == _CU_STREAM_PER_THREAD:
+        return (handle, thread if thread is not None else threading.current_thread().name)
     return handle
 
 

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from numba import cuda
 
 from ._device import device_name, on_simulator
-from .streams import canonical_handle, stream_info
+from .streams import canonical_handle, stream_info, stream_key
 from .trace import HOST_KINDS, Row, Span, Trace, check_kind
 
 
@@ -127,16 +127,14 @@ class Timeline:
         A per-thread default stream is named for the thread that calls this."""
         if not isinstance(label, str) or not label:
             raise TypeError(f"a stream's label must be a non-empty string, got {label!r}")
-        handle = canonical_handle(stream)
-        if handle == 2:
-            handle = (2, threading.current_thread().name)
-        taken = {lab for h, lab in self._labels.items() if h != handle}
+        key = stream_key(canonical_handle(stream))
+        taken = {lab for k, lab in self._labels.items() if k != key}
         if label in taken:
             raise ValueError(f"the label {label!r} is already used for another stream")
-        self._labels[handle] = label
-        if handle in self._rows:
-            old = self._rows[handle]
-            self._rows[handle] = Row(label, old.detail)
+        self._labels[key] = label
+        if key in self._rows:
+            old = self._rows[key]
+            self._rows[key] = Row(label, old.detail)
             self._relabel(old.label, label)
 
     def _relabel(self, old: str, new: str) -> None:
@@ -149,11 +147,7 @@ class Timeline:
             return self._stream_row_locked(stream)
 
     def _stream_row_locked(self, stream) -> str:
-        handle = canonical_handle(stream)
-        thread = threading.current_thread().name
-        # Handle 2 means "the calling thread's per-thread default stream": one
-        # stream per host thread, so one row per host thread.
-        key = (handle, thread) if handle == 2 else handle
+        key = stream_key(canonical_handle(stream))  # per-thread streams: a row per thread
         row = self._rows.get(key)
         if row is not None:
             return row.label
@@ -166,10 +160,10 @@ class Timeline:
             )
         label = self._labels.get(key)
         if label is None:
-            if handle == 1:
+            if isinstance(key, tuple):
+                label = f"{info.kind} stream ({key[1]})"
+            elif key == 1:
                 label = f"{info.kind} stream"
-            elif handle == 2:
-                label = f"{info.kind} stream ({thread})"
             else:
                 self._numbered += 1
                 label = f"stream {self._numbered}"

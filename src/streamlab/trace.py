@@ -170,9 +170,6 @@ class Trace:
         busy = sum(s.duration_ms for s in spans)
         return Metrics(makespan, busy, busy / makespan if makespan > 0 else 1.0, len(spans))
 
-    def makespan_ms(self, **kw) -> float:
-        return self.metrics(**kw).makespan_ms
-
     def overlap_ms(self, a: str, b: str) -> float:
         """How long spans ``a`` and ``b`` (by name) ran at the same time, in ms."""
         sa, sb = self.span(a), self.span(b)
