@@ -1,11 +1,13 @@
-"""Execute the course notebooks in place and collect their headline figures.
+"""Execute the course notebooks and the lab solutions in place; collect what they report.
 
-    python scripts/run_notebooks.py [--json PATH] [NOTEBOOK ...]   (default: notebooks/*.ipynb)
+    python scripts/run_notebooks.py [--json PATH] [NOTEBOOK ...]
+    (default: notebooks/*.ipynb, then solutions/*/*.ipynb)
 
 Each notebook runs top to bottom in a fresh kernel (nbclient), in its own folder, and
-is saved with its outputs. A notebook's last code cell, tagged ``headline``, prints
-``name: value`` lines: the figures that docs/gpu-results.md reports for it. Run on a
-GPU by scripts/gpu-check.sh; committed notebook outputs come from that run.
+is saved with its outputs. A lesson's last code cell, tagged ``headline``, prints
+``name: value`` lines: the figures that docs/gpu-results.md reports for it. A lab
+solution reports what each of its graded check cells printed (its timings and its
+"passed"). Run on a GPU by scripts/gpu-check.sh; committed outputs come from that run.
 """
 
 import argparse
@@ -32,9 +34,30 @@ def headline(nb) -> list[list[str]]:
     return [list(m.groups()) for m in re.finditer(r"^(.+?):\s+(.+)$", text, re.M)]
 
 
+def checks(nb) -> list[list[str]]:
+    """For a lab: each graded cell's id and points, and the lines it printed."""
+    out = []
+    for cell in nb.cells:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if cell.cell_type == "code" and meta.get("grade"):
+            text = "".join(o.get("text", "") for o in cell.get("outputs", [])
+                           if o.get("output_type") == "stream" and o.get("name") == "stdout")
+            lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+            out.append([f"{meta['grade_id']} ({meta.get('points', 0)} points)",
+                        "; ".join(lines) or "(printed nothing)"])
+    if not out:
+        raise ValueError("a lab notebook with no graded cells: is this a solution?")
+    return out
+
+
+def report(nb) -> list[list[str]]:
+    is_lab = any(c.get("metadata", {}).get("nbgrader", {}).get("grade") for c in nb.cells)
+    return checks(nb) if is_lab else headline(nb)
+
+
 def run(path: Path, timeout: int) -> dict:
     nb = nbformat.read(path, as_version=4)
-    client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
+    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False,
                             resources={"metadata": {"path": str(path.parent)}})
     t0 = time.perf_counter()
     error = None
@@ -46,7 +69,7 @@ def run(path: Path, timeout: int) -> dict:
     nbformat.write(nb, path)
     result = {"seconds": seconds, "error": error, "headline": []}
     if error is None:
-        result["headline"] = headline(nb)
+        result["headline"] = report(nb)
     return result
 
 
@@ -56,18 +79,21 @@ def main() -> int:
     ap.add_argument("--json", type=Path, help="write the results here")
     ap.add_argument("--timeout", type=int, default=600, help="seconds per cell")
     a = ap.parse_args()
-    paths = a.notebooks or sorted((ROOT / "notebooks").glob("[0-9][0-9]__*.ipynb"))
+    paths = [p.resolve() for p in a.notebooks] or (
+        sorted((ROOT / "notebooks").glob("[0-9][0-9]__*.ipynb"))
+        + sorted((ROOT / "solutions").glob("lab*/lab*.ipynb")))
     if not paths:
         print("no notebooks to run", file=sys.stderr)
         return 1
     results = {}
     for p in paths:
         r = run(p, a.timeout)
-        results[p.name] = r
+        name = p.relative_to(ROOT).as_posix() if p.is_relative_to(ROOT) else str(p)
+        results[name] = r
         status = "ok" if r["error"] is None else f"FAILED: {r['error']}"
-        print(f"{p.name}: {r['seconds']} s, {status}")
-        for name, value in r["headline"]:
-            print(f"    {name}: {value}")
+        print(f"{name}: {r['seconds']} s, {status}")
+        for key, value in r["headline"]:
+            print(f"    {key}: {value}")
     if a.json:
         a.json.write_text(json.dumps(results, indent=1))
     return 0 if all(r["error"] is None for r in results.values()) else 1

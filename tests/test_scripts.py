@@ -53,3 +53,33 @@ def test_executed_notebooks_are_valid(tmp_path):
     path = tmp_path / "n.ipynb"
     nbformat.write(notebook_with_headline("a: 1\n"), path)
     nbformat.validate(nbformat.read(path, as_version=4))
+
+
+def lab_notebook(check_output):
+    grade = {"grade": True, "grade_id": "check_part1", "points": 3, "solution": False}
+    cell = new_code_cell("check_part1()", metadata={"nbgrader": grade})
+    cell.outputs = [new_output("stream", name="stdout", text=check_output)]
+    answer = new_code_cell("def f(): pass", metadata={"nbgrader": {"solution": True}})
+    return new_notebook(cells=[answer, cell])
+
+
+def test_a_lab_reports_what_each_graded_check_printed():
+    nb = lab_notebook("8 kernels on 8 streams: concurrency 7.9 (needs 5.2)\nPart 1: passed\n")
+    assert run_notebooks.report(nb) == [[
+        "check_part1 (3 points)",
+        "8 kernels on 8 streams: concurrency 7.9 (needs 5.2); Part 1: passed"]]
+
+
+def test_a_lesson_reports_its_headline():
+    assert run_notebooks.report(notebook_with_headline("a: 1\n")) == [["a", "1"]]
+
+
+def test_results_page_links_lessons_and_labs_in_their_own_sections():
+    ok = {"seconds": 1.0, "error": None, "headline": [["a", "1"]]}
+    lines = gpu_results.notebook_sections({
+        "notebooks/00__x__y.ipynb": ok,
+        "solutions/lab01__z/lab01__z.ipynb": dict(ok, error="CheckFailed: too slow")})
+    text = "\n".join(lines)
+    assert text.index("## The notebooks") < text.index("(../notebooks/00__x__y.ipynb)")
+    assert text.index("## The labs") < text.index("(../solutions/lab01__z/lab01__z.ipynb)")
+    assert "FAILED (CheckFailed: too slow)" in text
