@@ -185,3 +185,18 @@ def test_stream_ref_of_a_stream_matches_what_the_recorder_saw():
     with streamlab.record_ops() as ops:
         inc[1, 1, s](cuda.device_array(1))
     assert streamlab.StreamRef.of(s) == ops[0].stream
+
+
+def test_equal_takes_last_bits_near_zero_but_not_wrong_values():
+    from streamlab import check
+
+    expected = np.array([1.0, -2.0235777e-4, 0.5], np.float32)
+    last_bits = np.array([1.0, -2.0232797e-4, 0.5], np.float32)   # seen on an H100
+    check.equal(last_bits, expected, "out", rtol=1e-4, atol=1e-5)
+    with pytest.raises(check.CheckFailed, match="1 of 3 values are wrong; the first at index 1"):
+        check.equal(last_bits, expected, "out", rtol=1e-4)
+    for wrong in (np.zeros(3, np.float32), expected * 1.01, np.array([1.0, 0.1, 0.5])):
+        with pytest.raises(check.CheckFailed, match="values are wrong"):
+            check.equal(wrong, expected, "out", rtol=1e-4, atol=1e-5)
+    with pytest.raises(check.CheckFailed, match="expected shape"):
+        check.equal(expected[:2], expected, "out")

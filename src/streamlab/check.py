@@ -153,12 +153,14 @@ def only_stream_sync(ops: OpLog, stream, label: str = "the stream") -> None:
         fail(f"you did not wait for {label}: call {label}.synchronize()")
 
 
-def equal(got, expected, what: str, rtol: float = 1e-5) -> None:
-    """``got`` equals ``expected`` (arrays: element by element, floats within ``rtol``)."""
+def equal(got, expected, what: str, rtol: float = 1e-5, atol: float = 0.0) -> None:
+    """``got`` equals ``expected`` (arrays: element by element, floats within ``rtol``,
+    or within ``atol`` of it: for results near zero, where the GPU's and numpy's last bits
+    of a ``sin`` differ by more than ``rtol`` of a tiny value)."""
     got, expected = np.asarray(got), np.asarray(expected)
     if got.shape != expected.shape:
         fail(f"{what}: expected shape {expected.shape}, got {got.shape}")
-    close = np.isclose(got, expected, rtol=rtol, atol=0) | (got == expected)
+    close = np.isclose(got, expected, rtol=rtol, atol=atol) | (got == expected)
     if not close.all():
         i = int(np.flatnonzero(~close.ravel())[0])
         fail(f"{what}: {int((~close).sum())} of {close.size} values are wrong; the first at "

@@ -1,13 +1,5 @@
 """Wrong solutions to lab 04 that its checks must reject (see lab01's file for the format)."""
 
-_PIPELINE_HEAD = '''
-def pipeline(chunks, k):
-    streams = [cuda.stream() for _ in range(k)]
-    d_in = [cuda.device_array(CHUNK, np.float32) for _ in range(k)]
-    d_out = [cuda.device_array(CHUNK, np.float32) for _ in range(k)]
-    results = []
-'''
-
 WRONG = {
     "kernel before the copy in": ("copy_compute_copy", '''
 def copy_compute_copy(h_in, h_out, d_in, d_out, stream):
@@ -23,52 +15,67 @@ def copy_compute_copy(h_in, h_out, d_in, d_out, stream):
     d_out.copy_to_host(h_out, stream=stream)
 ''', "check_part1", "Issued elsewhere", ("check_part2",)),
 
-    "pageable memory": ("pipeline", _PIPELINE_HEAD + '''
+    "pageable memory": ("pipeline", '''
+def pipeline(chunks, slots):
+    results = []
     for i, chunk in enumerate(chunks):
-        j = i % k
+        slot = slots[i % len(slots)]
         out = np.empty_like(chunk)
-        copy_compute_copy(chunk, out, d_in[j], d_out[j], streams[j])
-        streams[j].synchronize()
+        copy_compute_copy(chunk, out, slot.d_in, slot.d_out, slot.stream)
+        slot.stream.synchronize()
         results.append(out)
     return results
 ''', "check_part2", "pageable host memory"),
 
-    "waits for the whole device": ("pipeline", _PIPELINE_HEAD + '''
-    h_in = [cuda.pinned_array(CHUNK, np.float32) for _ in range(k)]
-    h_out = [cuda.pinned_array(CHUNK, np.float32) for _ in range(k)]
+    "waits for the whole device": ("pipeline", '''
+def pipeline(chunks, slots):
+    k, results = len(slots), []
     for i, chunk in enumerate(chunks):
-        j = i % k
+        slot = slots[i % k]
         cuda.synchronize()
         if i >= k:
-            results.append(h_out[j].copy())
-        np.copyto(h_in[j], chunk)
-        copy_compute_copy(h_in[j], h_out[j], d_in[j], d_out[j], streams[j])
+            results.append(slot.h_out.copy())
+        np.copyto(slot.h_in, chunk)
+        copy_compute_copy(slot.h_in, slot.h_out, slot.d_in, slot.d_out, slot.stream)
     cuda.synchronize()
-    results += [h_out[i % k].copy() for i in range(max(0, len(chunks) - k), len(chunks))]
+    results += [slots[i % k].h_out.copy() for i in range(max(0, len(chunks) - k), len(chunks))]
     return results
 ''', "check_part2", "waits for every slot at once"),
 
-    "one stream for every chunk": ("pipeline", _PIPELINE_HEAD + '''
-    h_in = cuda.pinned_array(CHUNK, np.float32)
-    h_out = cuda.pinned_array(CHUNK, np.float32)
+    "one stream for every chunk": ("pipeline", '''
+def pipeline(chunks, slots):
+    results, slot = [], slots[0]
     for chunk in chunks:
-        np.copyto(h_in, chunk)
-        copy_compute_copy(h_in, h_out, d_in[0], d_out[0], streams[0])
-        streams[0].synchronize()
-        results.append(h_out.copy())
+        np.copyto(slot.h_in, chunk)
+        copy_compute_copy(slot.h_in, slot.h_out, slot.d_in, slot.d_out, slot.stream)
+        slot.stream.synchronize()
+        results.append(slot.h_out.copy())
     return results
 ''', "check_part2", "the kernels went to 1 stream"),
 
-    "slot reused without waiting": ("pipeline", _PIPELINE_HEAD + '''
-    h_in = [cuda.pinned_array(CHUNK, np.float32) for _ in range(k)]
-    h_out = [cuda.pinned_array(CHUNK, np.float32) for _ in range(k)]
+    "waits for the chunk it just issued": ("pipeline", '''
+def pipeline(chunks, slots):
+    results = []
     for i, chunk in enumerate(chunks):
-        j = i % k
-        np.copyto(h_in[j], chunk)
-        copy_compute_copy(h_in[j], h_out[j], d_in[j], d_out[j], streams[j])
-        results.append(h_out[j])          # read later, after the slot was reused
-    for s in streams:
-        s.synchronize()
+        slot = slots[i % len(slots)]
+        np.copyto(slot.h_in, chunk)
+        copy_compute_copy(slot.h_in, slot.h_out, slot.d_in, slot.d_out, slot.stream)
+        slot.done.record(slot.stream)
+        slot.done.synchronize()           # every slot used, but one chunk at a time
+        results.append(slot.h_out.copy())
+    return results
+''', "check_part2", "waited for a slot other than its own"),
+
+    "slot reused without waiting": ("pipeline", '''
+def pipeline(chunks, slots):
+    results = []
+    for i, chunk in enumerate(chunks):
+        slot = slots[i % len(slots)]
+        np.copyto(slot.h_in, chunk)
+        copy_compute_copy(slot.h_in, slot.h_out, slot.d_in, slot.d_out, slot.stream)
+        results.append(slot.h_out)        # read later, after the slot was reused
+    for slot in slots:
+        slot.stream.synchronize()
     return results
 ''', "check_part2", "values are wrong"),
 }
