@@ -330,3 +330,93 @@ def test_two_gpus_two_timelines_side_by_side(figures):
         with pytest.raises(TimelineError, match="current GPU is 1"):
             with timelines[0].span("wrong", streams[0]):
                 pass
+
+
+# --- the order of operations, as the race check assumes it, measured -------------------
+def _waits_for_the_busy_stream(busy_stream, then_stream, busy_ms=50.0):
+    """Does a tiny kernel issued to ``then_stream`` wait for ``busy_ms`` of work issued
+    just before to ``busy_stream``? Measured on the host clock."""
+    done = cuda.event()
+    cuda.synchronize()
+    t0 = time.perf_counter()
+    streamlab.spin[1, 1, busy_stream](streamlab.ms_to_ns(busy_ms))
+    fill[1, 1, then_stream](cuda.device_array(1), 1)
+    done.record(then_stream)
+    done.synchronize()
+    waited_ms = (time.perf_counter() - t0) * 1000
+    cuda.synchronize()
+    return waited_ms > busy_ms * 0.8, waited_ms
+
+
+def test_the_legacy_and_per_thread_default_streams_order_as_the_race_check_assumes(figures):
+    from streamlab import order
+
+    warm()
+    legacy, per_thread = cuda.legacy_default_stream(), cuda.per_thread_default_stream()
+    blocking, nonblocking = cuda.stream(), streamlab.stream(nonblocking=True)
+    measured = {}
+    for name, busy, then in [
+        ("per-thread after legacy", legacy, per_thread),
+        ("legacy after per-thread", per_thread, legacy),
+        ("blocking after legacy", legacy, blocking),
+        ("legacy after blocking", blocking, legacy),
+        ("non-blocking after legacy", legacy, nonblocking),
+        ("legacy after non-blocking", nonblocking, legacy),
+    ]:
+        waited, ms = _waits_for_the_busy_stream(busy, then)
+        measured[name] = waited
+        figures(f"{name}: waited", round(ms, 2), "ms",
+                "a 50 ms kernel in the first stream, then a tiny one in the second")
+    assert measured["blocking after legacy"] and measured["legacy after blocking"]
+    assert not measured["non-blocking after legacy"]
+    assert not measured["legacy after non-blocking"]
+    # CUDA's documentation: the per-thread default stream synchronizes with the legacy
+    # default stream. The race check assumes it (order.PER_THREAD_SYNCS_WITH_LEGACY).
+    assert measured["per-thread after legacy"] == order.PER_THREAD_SYNCS_WITH_LEGACY
+    assert measured["legacy after per-thread"] == order.PER_THREAD_SYNCS_WITH_LEGACY
+
+
+def test_a_race_the_check_reports_gives_wrong_results_on_a_gpu(figures):
+    """The events document's consumer without a wait: the check names the race on any
+    machine; here the GPU shows it is real. With the wait: no race, no wrong element."""
+    sys.path.insert(0, os.path.dirname(__file__))
+    import race_cases
+
+    n = 1 << 22
+    blocks, threads = race_cases.grid(n)
+    s0, s1 = cuda.stream(), cuda.stream()
+    data, out = cuda.device_array(n, np.float32), cuda.device_array(n, np.float32)
+    expected = 2 * np.arange(n, dtype=np.float32)
+    race_cases.producer[blocks, threads, s0](data)
+    race_cases.consumer[blocks, threads, s0](data, out)
+    cuda.synchronize()
+    for wait in (False, True):
+        data.copy_to_device(np.full(n, -1, np.float32))
+        ev = cuda.event()
+        with streamlab.race_check(raises=False, file=open(os.devnull, "w")) as rc:
+            streamlab.spin[1, 1, s0](streamlab.ms_to_ns(20))
+            race_cases.producer[blocks, threads, s0](data)
+            if wait:
+                ev.record(s0)
+                ev.wait(s1)
+            race_cases.consumer[blocks, threads, s1](data, out)
+            cuda.synchronize()
+        wrong = int(np.count_nonzero(out.copy_to_host() != expected))
+        label = "with the wait" if wait else "without a wait"
+        figures(f"consumer {label}: races reported", len(rc.races))
+        figures(f"consumer {label}: wrong elements", wrong, f"of {n}")
+        if wait:
+            assert not rc.races and wrong == 0
+        else:
+            assert len(rc.races) == 1 and wrong > 0
+
+
+@pytest.mark.parametrize("name", ["RACES", "CORRECT"])
+def test_the_source_documents_races_are_found_on_a_gpu(name, figures):
+    sys.path.insert(0, os.path.dirname(__file__))
+    import race_cases
+
+    for case, run in getattr(race_cases, name).items():
+        rc = run()
+        figures(f"race check, {case}", len(rc.races), "races")
+        assert bool(rc.races) == (name == "RACES"), f"{case}: {rc.report()}"

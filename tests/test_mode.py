@@ -65,13 +65,14 @@ def run_python(code, **env):
                           env=full, timeout=120)
 
 
-def test_simulator_is_announced_in_one_plain_line():
+def test_simulator_is_announced_in_one_plain_line_and_what_is_patched_in_another():
     r = run_python("import streamlab", STREAMLAB_DEVICE="sim")
     assert r.returncode == 0, r.stderr
     lines = r.stdout.strip().splitlines()
-    assert len(lines) == 1
+    assert len(lines) == 2
     assert "simulator" in lines[0] and "nothing runs concurrently" in lines[0]
     assert "host clock" in lines[0]
+    assert "fills the simulator's gaps" in lines[1] and "uninstall() undoes it" in lines[1]
 
 
 def test_import_numba_first_then_streamlab_still_chooses():

@@ -29,11 +29,14 @@ a GPU), here with a message that says which and what to do.
 from __future__ import annotations
 
 import contextlib
+import copy
 import itertools
 import threading
 import time
 
 import numpy as np
+
+from .ops import emit
 
 # CUDA's special stream handles, as numba uses them on a GPU.
 DEFAULT_HANDLE = 0  # CU_STREAM_DEFAULT: numba's cuda.default_stream()
@@ -46,6 +49,10 @@ _pinned_ids: set[int] = set()  # ids of arrays pinned by cuda.pinned(...) right 
 
 class SimPinnedArray(np.ndarray):
     """A numpy array standing for page-locked host memory on the simulator."""
+
+
+class SimMappedArray(SimPinnedArray):
+    """Mapped (zero-copy) pinned host memory: kernels read and write it directly."""
 
 
 def is_pinned(ary) -> bool:
@@ -70,6 +77,7 @@ def apply(cuda) -> None:
     from numba.cuda.simulator import api as sim_api
     from numba.cuda.simulator import kernelapi
     from numba.cuda.simulator.cudadrv.driver import CudaAPIError
+    from numba.cuda.simulator.kernel import normalize_kernel_dimensions
 
     base_stream = sim_api.stream
     base_event = sim_api.Event
@@ -111,6 +119,9 @@ def apply(cuda) -> None:
         def async_done(self):
             raise NotImplementedError(_BROKEN_CALLBACK.format(name="async_done"))
 
+        def synchronize(self):
+            emit("sync", "stream", self)
+
     class SimEvent(base_event):
         """A simulator event that keeps the host-clock time at which it was recorded.
 
@@ -124,8 +135,16 @@ def apply(cuda) -> None:
 
         def record(self, stream=0):
             self._t_ns = time.perf_counter_ns()
+            emit("record", "event", stream, event=self)
+
+        def wait(self, stream=0):
+            emit("wait", "event", stream, event=self)
+
+        def synchronize(self):
+            emit("sync", "event", event=self)
 
         def query(self):
+            emit("query", "event", event=self, detail={"result": True})
             return True
 
         def _check(self, role):
@@ -196,7 +215,11 @@ def apply(cuda) -> None:
 
     def mapped_array(shape, dtype=np.float64, strides=None, order="C", stream=0,
                      portable=False, wc=False):
-        return pinned_array(shape, dtype, strides, order)
+        return np.ndarray(shape=shape, dtype=dtype, strides=strides,
+                          order=order).view(SimMappedArray)
+
+    def synchronize():
+        emit("sync", "device", detail={"device": 0})
 
     for name, value in {
         "event": event,
@@ -212,8 +235,10 @@ def apply(cuda) -> None:
         "pinned_array": pinned_array,
         "pinned_array_like": pinned_array_like,
         "mapped_array": mapped_array,
+        "synchronize": synchronize,
     }.items():
         setattr(cuda, name, value)
+    sim_api.synchronize = synchronize  # the same function by any name
 
     # Launches from several host threads: one at a time (see the module docstring).
     from numba.cuda.simulator import kernel as sim_kernel
@@ -228,6 +253,24 @@ def apply(cuda) -> None:
             return original_call(self, *args)
 
     sim_kernel.FakeCUDAKernel.__call__ = locked_call
+
+    # `kernel[grid, block, stream]` configures the kernel object itself in the simulator
+    # (and forgets the stream), so two configurations made before either launch, or in
+    # two threads, overwrite each other. As on a GPU, each configuration is its own.
+    def configure(self, configuration):
+        if not isinstance(configuration, tuple) or not 2 <= len(configuration) <= 4:
+            raise ValueError(
+                f"a kernel launch is configured as kernel[grid, block] or "
+                f"kernel[grid, block, stream] (or with shared memory bytes as well), got "
+                f"kernel[{configuration!r}]")
+        launch = copy.copy(self)
+        launch.grid_dim, launch.block_dim = normalize_kernel_dimensions(*configuration[:2])
+        launch._streamlab_stream = configuration[2] if len(configuration) > 2 else 0
+        if len(configuration) == 4:
+            launch.dynshared_size = configuration[3]
+        return launch
+
+    sim_kernel.FakeCUDAKernel.__getitem__ = configure
 
     # Inside a simulated kernel, `cuda` is a FakeCUDAModule: give it nanosleep.
     # (No clock64: numba-cuda 0.30 has none on a GPU either.)

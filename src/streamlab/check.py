@@ -29,7 +29,7 @@ import numpy as np
 from numba import cuda
 
 from ._device import on_simulator
-from .ops import OpLog, StreamRef
+from .ops import OpLog, StreamRef, internal
 from .trace import Span, Trace
 
 
@@ -179,15 +179,17 @@ def time_per_stream(streams, names=None):
     starts = [cuda.event(timing=True) for _ in streams]
     ends = [cuda.event(timing=True) for _ in streams]
     origin = cuda.event(timing=True)
-    origin.record(streams[0])
-    for s, e in zip(streams, starts, strict=True):
-        e.record(s)
+    with internal():
+        origin.record(streams[0])
+        for s, e in zip(streams, starts, strict=True):
+            e.record(s)
     out = []
     yield out
-    for s, e in zip(streams, ends, strict=True):
-        e.record(s)
-    for e in ends:
-        e.synchronize()
+    with internal():
+        for s, e in zip(streams, ends, strict=True):
+            e.record(s)
+        for e in ends:
+            e.synchronize()
     spans = [Span(n, n, "kernel", origin.elapsed_time(a), origin.elapsed_time(b))
              for n, a, b in zip(names, starts, ends, strict=True)]
     out.append(Trace.from_spans(spans))

@@ -112,10 +112,9 @@ def launch_host_func(stream, fn, *args, name: str | None = None, **kwargs) -> Ho
         raise TypeError(f"launch_host_func needs a function to call, got {fn!r}")
     handle = handle_of(stream)
     call = HostCall(name or getattr(fn, "__name__", "host function"))
-    from .ops import _active  # a recorder, if one is on, sees host functions too
+    from .ops import emit  # a recorder, if one is on, sees host functions too
 
-    for r in _active:
-        r.add("hostfn", call.name, stream=stream)
+    emit("hostfn", call.name, stream)
     if on_simulator():
         _run(call, fn, args, kwargs)
         return call

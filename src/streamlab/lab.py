@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 WORKSPACE = "streamlab"
@@ -123,10 +121,10 @@ def main(argv: list[str]) -> int:
     course_workspace(root / ".jupyter" / "workspaces")
     who = "teacher (nbgrader's tools on)" if teacher else \
         "learner (nbgrader's tools off; --teacher switches them on)"
-    print(f"streamlab: opening the course at {root} in JupyterLab, as a {who}.")
-    with tempfile.TemporaryDirectory(prefix="streamlab-jupyter-") as tmp:
-        config = None if teacher else learner_config(Path(tmp))
-        try:
-            return subprocess.call(command(root, extra), env=environment(config), cwd=root)
-        except KeyboardInterrupt:
-            return 0
+    print(f"streamlab: opening the course at {root} in JupyterLab, as a {who}.", flush=True)
+    config = None if teacher else learner_config(root / ".jupyter" / "learner-config")
+    os.chdir(root)
+    # Become jupyter lab (no child process): Ctrl-C and a terminate reach it directly.
+    cmd = command(root, extra)
+    os.execve(cmd[0], cmd, environment(config))
+    return 0  # not reached

@@ -1,10 +1,11 @@
-"""Record the stream and event operations that code issues, for checks that read structure.
+"""Record the stream-ordered operations that code issues, for checks that read structure.
 
 A result can be right by luck (the simulator runs everything in order; a GPU race may not
-show on one run). What the code *did* cannot: which stream each kernel went to, which
-copies were from pinned memory, which events were recorded where and waited on where,
-and where the host synchronized. :func:`record_ops` records exactly that, on a GPU and
-on the simulator alike, while leaving every call to do what it always does.
+show on one run). What the code *did* cannot: which stream each kernel went to and which
+arrays it wrote, which copies were from pinned memory, which events were recorded where
+and waited on where, and where the host synchronized. :func:`record_ops` records exactly
+that, on a GPU and on the simulator alike, while leaving every call to do what it always
+does; :mod:`streamlab.order` reads the record for what CUDA's rules allow to overlap.
 
 >>> import numpy as np, streamlab
 >>> from numba import cuda
@@ -21,29 +22,54 @@ on the simulator alike, while leaving every call to do what it always does.
 ['launch', 'copy', 'sync']
 >>> ops.launches()[0].name, ops.launches()[0].stream == ops.copies()[0].stream
 ('inc', True)
+
+How it sees every call: streamlab wraps numba's own functions at the bottom (the driver
+module's copy functions, the Event, Stream and Context methods, the kernel launch) once,
+when it is imported, and says so in its banner. So a call is recorded whatever name the
+code reached it by (``from numba.cuda import synchronize``, a bound ``s.synchronize`` kept
+from earlier) and from whichever thread. Outside a ``record_ops`` block the wrappers do
+nothing but call numba. ``streamlab.ops.uninstall()`` puts numba back exactly.
+
+What a record holds (:class:`Op`): the kind (launch, copy, memset, record, wait, sync,
+query, hostfn, host), the stream (:class:`StreamRef`), the event object itself (kept
+alive by the record, so that a freed event's reused ``id()`` cannot confuse two events),
+the memory read and written (:class:`Region`, from the arrays; which kernel arguments a
+kernel writes is read from the kernel's own code, see :mod:`streamlab._kernelinfo`),
+whether the host waited for the operation before the call returned (``blocking``), the
+line of code that issued it, and whether streamlab itself issued it (``internal``: a
+Timeline's events and synchronizes, which checks of the learner's calls leave out).
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
+import os
+import sys
 import threading
-from dataclasses import dataclass, field
-
-from numba import cuda
+import weakref
+from dataclasses import dataclass, field, replace
 
 from ._device import on_simulator
 from .streams import canonical_handle, stream_info, stream_key
 
-_local = threading.local()
+_tls = threading.local()
+_lock = threading.RLock()
+_recorders: list["_Recorder"] = []
+_listeners: list = []  # callables (op) -> None, fed every op under the lock (race checks)
+_after: list = []  # callables () -> None, run after each emit outside the lock (may raise)
+
+KINDS = ("launch", "copy", "memset", "record", "wait", "sync", "query", "hostfn", "host")
 
 
 @dataclass(frozen=True)
 class StreamRef:
-    """A stream as the recorder saw it: its handle, kind and the thread that used it."""
+    """A stream as the recorder saw it: its handle, kind, device and the thread that used it."""
 
     handle: int
     kind: str  # legacy default, per-thread default, blocking, non-blocking
     thread: str
+    device: int = 0
 
     @classmethod
     def of(cls, stream) -> "StreamRef":
@@ -54,49 +80,167 @@ class StreamRef:
     def is_legacy_default(self) -> bool:
         return self.kind == "legacy default"
 
+    @property
+    def is_per_thread_default(self) -> bool:
+        return self.kind == "per-thread default"
+
     def key(self):
-        return stream_key(self.handle, self.thread)
+        """What identifies the stream: per-thread default streams are one per thread, and
+        the default streams are one per device."""
+        return (self.device, stream_key(self.handle, self.thread))
+
+    def describe(self, names: dict | None = None) -> str:
+        """'stream0' if ``names`` (StreamRef keys to names) has it, else what it is."""
+        if names and self.key() in names:
+            return names[self.key()]
+        if self.is_legacy_default:
+            return "the legacy default stream"
+        if self.is_per_thread_default:
+            return f"the per-thread default stream of thread {self.thread}"
+        return f"{self.kind} stream {self.handle:#x}"
 
 
 @dataclass(frozen=True)
+class Region:
+    """A range of addresses [lo, hi) that an operation reads or writes, and what it is.
+
+    ``alloc`` names the allocation the range belongs to (a serial number, never reused;
+    0 when unknown), so that a freed array's address, reused by a new array, is not
+    taken for the same memory. ``parts``, when known, are the exact [lo, hi) pieces
+    inside the range that were touched (the simulator watches every element a kernel
+    reads and writes; on a GPU a kernel's region is its whole argument)."""
+
+    lo: int
+    hi: int
+    what: str  # e.g. "argument 'data'", "the host array", "the device array"
+    alloc: int = 0
+    host: bool = False  # host memory (pageable, pinned or mapped), not device memory
+    parts: tuple | None = None
+
+    def _pieces(self):
+        return self.parts if self.parts is not None else ((self.lo, self.hi),)
+
+    def overlaps(self, other: "Region") -> bool:
+        if self.alloc and other.alloc and self.alloc != other.alloc:
+            return False
+        if not (self.lo < other.hi and other.lo < self.hi):
+            return False
+        if self.parts is None and other.parts is None:
+            return True
+        a, b = self._pieces(), other._pieces()
+        i = j = 0
+        while i < len(a) and j < len(b):
+            if a[i][0] < b[j][1] and b[j][0] < a[i][1]:
+                return True
+            if a[i][1] <= b[j][1]:
+                i += 1
+            else:
+                j += 1
+        return False
+
+    def covers(self, other: "Region") -> bool:
+        """Is every byte of ``other`` inside this region?"""
+        if self.alloc and other.alloc and self.alloc != other.alloc:
+            return False
+        mine = self._pieces()
+        for lo, hi in other._pieces():
+            if not any(a <= lo and hi <= b for a, b in mine):
+                return False
+        return True
+
+
+def merge_pieces(pieces) -> tuple:
+    """Sorted, merged [lo, hi) pieces."""
+    out = []
+    for lo, hi in sorted(pieces):
+        if out and lo <= out[-1][1]:
+            if hi > out[-1][1]:
+                out[-1][1] = hi
+        else:
+            out.append([lo, hi])
+    return tuple((lo, hi) for lo, hi in out)
+
+
+@dataclass(frozen=True, eq=False)
 class Op:
-    """One operation: a kernel launch, a copy, an event record or wait, or a synchronize."""
+    """One operation: a launch, copy, memset, event record/wait/query, synchronize, host
+    function, or a host access that a check declares (kind ``host``)."""
 
     index: int
-    kind: str  # launch | copy | record | wait | sync | hostfn
-    name: str  # kernel name; h2d/d2h/d2d; "event"; stream/device/event for sync
+    kind: str  # see KINDS
+    name: str  # kernel name; h2d/d2h/d2d; "event"; sync: stream/device/event; host: read/write
     stream: StreamRef | None = None
-    event: int | None = None  # id() of the event object
+    event: object | None = None  # the event object itself (records, waits, event syncs)
     pinned: bool | None = None  # copies: is the host buffer pinned?
     thread: str = ""
-    detail: dict = field(default_factory=dict, compare=False)
+    blocking: bool = False  # the host waited for it to finish before the call returned
+    internal: bool = False  # issued by streamlab itself (a Timeline, a check's timing)
+    reads: tuple = ()  # Regions read
+    writes: tuple = ()  # Regions written (plainly)
+    atomics: tuple = ()  # Regions updated only with atomic operations
+    host_reads: tuple = ()  # Regions the issuing host thread read before the call returned
+    where: str = ""  # the line of code that issued it
+    detail: dict = field(default_factory=dict)
 
     def __str__(self) -> str:
-        where = f" in {self.stream.kind} stream {self.stream.handle:#x}" if self.stream else ""
+        where = f" in {self.stream.describe()}" if self.stream else ""
         return f"#{self.index} {self.kind} {self.name}{where}"
+
+    def describe(self, names: dict | None = None) -> str:
+        """The operation as a learner wrote it, with the line that issued it. ``names``
+        maps stream keys (``StreamRef.key()``) to the names to call them by."""
+        what = {
+            "launch": f"kernel {self.name}",
+            "copy": {"h2d": "host-to-device copy", "d2h": "device-to-host copy",
+                     "d2d": "device-to-device copy"}.get(self.name, f"copy {self.name}"),
+            "memset": "memset",
+            "record": "event.record",
+            "wait": "event.wait",
+            "hostfn": f"host function {self.name!r}",
+            "host": f"the host {'reading' if self.name == 'read' else 'writing'}",
+            "sync": f"{self.name}.synchronize()" if self.name != "device"
+            else "cuda.synchronize()",
+            "query": "event.query()",
+        }[self.kind]
+        if self.stream is not None and self.kind not in ("sync", "host"):
+            what += f" in {self.stream.describe(names)}"
+        return what + (f" ({self.where})" if self.where else "")
 
 
 class OpLog(list):
-    """The operations recorded, in the order they were issued, with questions to ask."""
+    """The operations recorded, in the order they were issued, with questions to ask.
+
+    The questions (``launches()``, ``syncs()``, ...) are about the learner's own calls:
+    they leave out what streamlab issued itself (``op.internal``). Iterating the log
+    gives everything, which is what the order of operations needs.
+    """
+
+    def user(self) -> list[Op]:
+        """The operations the code issued, without streamlab's own."""
+        return [op for op in self if not op.internal]
 
     def launches(self, name: str | None = None) -> list[Op]:
-        return [op for op in self if op.kind == "launch" and (name is None or op.name == name)]
+        return [op for op in self.user() if op.kind == "launch"
+                and (name is None or op.name == name)]
 
     def copies(self, direction: str | None = None) -> list[Op]:
-        return [op for op in self if op.kind == "copy"
+        return [op for op in self.user() if op.kind == "copy"
                 and (direction is None or op.name == direction)]
 
     def records(self) -> list[Op]:
-        return [op for op in self if op.kind == "record"]
+        return [op for op in self.user() if op.kind == "record"]
 
     def waits(self) -> list[Op]:
-        return [op for op in self if op.kind == "wait"]
+        return [op for op in self.user() if op.kind == "wait"]
 
     def syncs(self) -> list[Op]:
-        return [op for op in self if op.kind == "sync"]
+        return [op for op in self.user() if op.kind == "sync"]
+
+    def queries(self) -> list[Op]:
+        return [op for op in self.user() if op.kind == "query"]
 
     def host_functions(self) -> list[Op]:
-        return [op for op in self if op.kind == "hostfn"]
+        return [op for op in self.user() if op.kind == "hostfn"]
 
     def recorded_before(self, wait: Op) -> Op | None:
         """The record of the event that ``wait`` waits on, issued last before it."""
@@ -104,23 +248,34 @@ class OpLog(list):
         for op in self:
             if op.index >= wait.index:
                 break
-            if op.kind == "record" and op.event == wait.event:
+            if op.kind == "record" and op.event is wait.event:
                 found = op
         return found
 
     def on_stream(self, stream) -> list[Op]:
         """Operations issued to ``stream`` (a numba stream, or a StreamRef)."""
         key = stream.key() if isinstance(stream, StreamRef) else _ref(stream).key()
-        return [op for op in self if op.stream is not None and op.stream.key() == key]
+        return [op for op in self.user() if op.stream is not None and op.stream.key() == key]
 
     def describe(self) -> str:
         return "\n".join(str(op) for op in self)
 
 
+# --- what a stream is, seen from the calling thread ---------------------------------
+def _device_id() -> int:
+    if on_simulator():
+        return 0
+    from numba import cuda
+
+    return cuda.get_current_device().id
+
+
 def _ref(stream) -> StreamRef:
     handle = canonical_handle(0 if stream is None else stream)
-    return StreamRef(handle, stream_info(handle if handle in (1, 2) else stream).kind,
-                     threading.current_thread().name)
+    special = handle in (1, 2)
+    info = stream_info(handle if special else stream)
+    device = _device_id() if special else info.device
+    return StreamRef(handle, info.kind, threading.current_thread().name, device)
 
 
 def is_pinned(ary) -> bool:
@@ -129,198 +284,258 @@ def is_pinned(ary) -> bool:
         from ._simfill import is_pinned as sim_is_pinned
 
         return sim_is_pinned(ary)
+    return _pinned_address(ary.__array_interface__["data"][0])
+
+
+def _pinned_address(ptr: int) -> bool:
     from cuda.bindings import driver
 
-    ptr = ary.__array_interface__["data"][0]
     err, _ = driver.cuMemHostGetFlags(ptr)
     return err == driver.CUresult.CUDA_SUCCESS
 
 
+# --- memory regions ------------------------------------------------------------------
+def extent(interface: dict) -> tuple[int, int]:
+    """[lo, hi) of the bytes an array interface (numpy's or CUDA's) spans."""
+    import numpy as np
+
+    ptr = interface["data"][0]
+    shape = interface["shape"]
+    itemsize = np.dtype(interface["typestr"]).itemsize
+    if any(n == 0 for n in shape):
+        return ptr, ptr
+    strides = interface.get("strides") or None
+    if strides is None:
+        size = itemsize
+        for n in shape:
+            size *= n
+        return ptr, ptr + size
+    lo = hi = ptr
+    for n, st in zip(shape, strides):
+        if st >= 0:
+            hi += (n - 1) * st
+        else:
+            lo += (n - 1) * st
+    return lo, hi + itemsize
+
+
+_alloc_lock = threading.Lock()
+_alloc_serials = itertools.count(1)
+_allocs: dict[int, tuple[int, object]] = {}  # id(owner) -> (serial, weakref to owner)
+
+
+def allocation(owner) -> int:
+    """A serial number for the object that owns some memory, never reused (id()s are)."""
+    if owner is None:
+        return 0
+    key = id(owner)
+    with _alloc_lock:
+        entry = _allocs.get(key)
+        if entry is not None and entry[1]() is owner:
+            return entry[0]
+        serial = next(_alloc_serials)
+        try:
+            ref = weakref.ref(owner, lambda _r, k=key, s=serial: _forget(k, s))
+        except TypeError:  # cannot be watched: keep it (rare: bytes-like owners)
+            ref = (lambda o=owner: o)
+        _allocs[key] = (serial, ref)
+        return serial
+
+
+def _forget(key: int, serial: int) -> None:
+    with _alloc_lock:
+        entry = _allocs.get(key)
+        if entry is not None and entry[0] == serial:
+            del _allocs[key]
+
+
+def host_owner(ary):
+    """The object at the end of a numpy array's ``base`` chain: what owns its memory."""
+    while getattr(ary, "base", None) is not None:
+        ary = ary.base
+    return ary
+
+
+def device_owner(obj):
+    """The allocation behind a numba device array or memory pointer."""
+    mem = getattr(obj, "gpu_data", obj)
+    return getattr(mem, "owner", mem)
+
+
+def region_of(ary, what: str) -> Region | None:
+    """The memory an array spans: device arrays by their device address, host arrays
+    (numpy, pinned, mapped) by their host address; None for anything else."""
+    inner = getattr(ary, "_ary", None)  # the simulator's device array wraps a numpy array
+    if inner is not None and hasattr(inner, "__array_interface__"):
+        face, owner, host = inner.__array_interface__, host_owner(inner), False
+    elif hasattr(ary, "__array_interface__"):  # host memory first: mapped arrays too
+        face, owner, host = ary.__array_interface__, host_owner(ary), True
+    elif hasattr(ary, "__cuda_array_interface__"):
+        face, owner, host = ary.__cuda_array_interface__, device_owner(ary), False
+    else:
+        return None
+    lo, hi = extent(face)
+    return Region(lo, hi, what, allocation(owner), host)
+
+
+def describe_array(ary) -> str:
+    """'a 1048576 float32 array' for messages, or 'an array'."""
+    shape, dtype = getattr(ary, "shape", None), getattr(ary, "dtype", None)
+    if shape is None or dtype is None:
+        return "an array"
+    dims = "x".join(str(n) for n in shape) or "scalar"
+    return f"a {dims} {dtype} array"
+
+
+# --- recording -----------------------------------------------------------------------
 class _Recorder:
     def __init__(self):
         self.log = OpLog()
-        self.lock = threading.Lock()
-
-    def add(self, kind, name, stream=None, **kw):
-        ref = (_ref(stream) if (stream is not None or kind in ("launch", "copy", "hostfn"))
-               else None)
-        with self.lock:
-            self.log.append(Op(len(self.log), kind, name, ref,
-                               thread=threading.current_thread().name, **kw))
 
 
-_active: list[_Recorder] = []
+def recording() -> bool:
+    """Is anything listening (a record_ops block or a race check)? The hooks' fast path."""
+    return bool(_recorders or _listeners)
 
 
-def _outermost(fn):
-    """Record only the outermost recorded call (to_device calls copy_to_device inside)."""
-
-    def wrapper(*args, **kwargs):
-        depth = getattr(_local, "depth", 0)
-        _local.depth = depth + 1
-        try:
-            return fn(depth == 0 and bool(_active), *args, **kwargs)
-        finally:
-            _local.depth = depth
-
-    return wrapper
+@contextlib.contextmanager
+def internal():
+    """Mark the operations issued inside as streamlab's own (``op.internal``)."""
+    depth = getattr(_tls, "internal", 0)
+    _tls.internal = depth + 1
+    try:
+        yield
+    finally:
+        _tls.internal = depth
 
 
-def _host_array(obj):
-    import numpy as np
-
-    return obj if isinstance(obj, np.ndarray) and not hasattr(obj, "gpu_data") else None
+def _is_internal() -> bool:
+    return getattr(_tls, "internal", 0) > 0
 
 
-def _copy_op(direction, host, stream):
-    pinned = is_pinned(host) if host is not None else None
-    for r in _active:
-        r.add("copy", direction, stream=stream, pinned=pinned)
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_skip_dirs: tuple[str, ...] = ()
+
+
+def _library_dirs() -> tuple[str, ...]:
+    """Folders of the code that is never the learner's: streamlab, numba, cuda-python,
+    and the standard library's threading and contextlib."""
+    global _skip_dirs
+    if not _skip_dirs:
+        import importlib.util
+
+        dirs = [_HERE, os.path.dirname(contextlib.__file__),
+                os.path.dirname(threading.__file__)]
+        for name in ("numba", "numba.cuda", "cuda.bindings", "cuda.core"):
+            try:
+                spec = importlib.util.find_spec(name)
+            except (ImportError, ValueError):
+                spec = None
+            for loc in (spec.submodule_search_locations or []) if spec else []:
+                dirs.append(os.path.abspath(loc))
+        _skip_dirs = tuple(dict.fromkeys(dirs))
+    return _skip_dirs
+
+
+def _caller() -> str:
+    """The learner's line that issued the call: the first frame outside numba,
+    cuda-python, streamlab and the standard library's threading and contextlib."""
+    skip = _library_dirs()
+    frame = sys._getframe(2)
+    while frame is not None:
+        path = frame.f_code.co_filename
+        if not path.startswith(skip):
+            name = frame.f_code.co_name
+            if name != "<module>":
+                return f"line {frame.f_lineno} in {name}"
+            short = os.path.basename(path)
+            if short.startswith("<") or "ipykernel" in path:
+                return f"line {frame.f_lineno} of the cell"
+            return f"line {frame.f_lineno} of {short}"
+        frame = frame.f_back
+    return ""
+
+
+def emit(kind: str, name: str, stream=None, *, event=None, pinned=None, blocking=False,
+         reads=(), writes=(), atomics=(), host_reads=(), detail=None,
+         stream_ref=None) -> None:
+    """Record one operation in every active recorder (called by the hooks)."""
+    if not recording():
+        return
+    ref = stream_ref
+    if ref is None and (stream is not None or kind in ("launch", "copy", "memset",
+                                                       "record", "wait", "hostfn")):
+        ref = _ref(stream)
+    op = Op(0, kind, name, ref, event=event, pinned=pinned,
+            thread=threading.current_thread().name, blocking=blocking,
+            internal=_is_internal(), reads=tuple(r for r in reads if r is not None),
+            writes=tuple(r for r in writes if r is not None),
+            atomics=tuple(r for r in atomics if r is not None),
+            host_reads=tuple(r for r in host_reads if r is not None),
+            where=_caller(), detail=detail or {})
+    with _lock:
+        for rec in _recorders:
+            rec.log.append(replace(op, index=len(rec.log)))
+        for listen in _listeners:
+            listen(op)
+    for after in _after:
+        after()
+
+
+def host_access(arrays, mode: str = "read", what: str = "") -> None:
+    """Declare that the host reads (or writes) these host arrays now: a check calls this
+    where its contract says a result is ready, so that the order of operations can tell
+    whether the GPU work that produced it was waited for."""
+    if mode not in ("read", "write"):
+        raise ValueError(f"mode must be 'read' or 'write', got {mode!r}")
+    regions = []
+    for i, ary in enumerate(arrays):
+        region = region_of(ary, what or f"host array {i}")
+        if region is None or not region.host:
+            raise TypeError(f"host_access takes host (numpy) arrays, got "
+                            f"{type(ary).__name__}: the host cannot touch device memory")
+        regions.append(region)
+    emit("host", mode, reads=regions if mode == "read" else (),
+         writes=regions if mode == "write" else ())
 
 
 @contextlib.contextmanager
 def record_ops():
-    """Record every launch, copy, event record/wait and synchronize issued in the block.
+    """Record every launch, copy, event record/wait and synchronize issued in the block,
+    from any thread.
 
-    Yields an :class:`OpLog`, filled as the code runs. Recording may be nested (each
-    recorder sees everything) and is thread-safe. The calls behave exactly as without it.
+    Yields an :class:`OpLog`, filled as the code runs. Recorders may be nested, and may
+    end in any order: each sees everything issued while it is open. The calls behave
+    exactly as without it.
     """
     rec = _Recorder()
-    first = not _active
-    _active.append(rec)
-    patches = _install() if first else []
+    with _lock:
+        _recorders.append(rec)
     try:
         yield rec.log
     finally:
-        _active.remove(rec)
-        for owner, name, original in reversed(patches):
-            setattr(owner, name, original)
+        with _lock:
+            _recorders.remove(rec)
 
 
-def _install():
-    """Wrap numba's calls for this mode; return (owner, name, original) to restore."""
-    patches = []
+def add_listener(fn) -> None:
+    with _lock:
+        _listeners.append(fn)
 
-    def patch(owner, name, make):
-        original = getattr(owner, name)
-        patches.append((owner, name, original))
-        setattr(owner, name, make(original))
 
-    # --- copies ---------------------------------------------------------------
-    def wrap_to_device(orig):
-        @_outermost
-        def to_device(record, obj, stream=0, copy=True, to=None):
-            if record and copy:
-                _copy_op("h2d", _host_array(obj), stream)
-            return orig(obj, stream=stream, copy=copy, to=to)
-        return to_device
+def add_after_emit(fn) -> None:
+    """Run ``fn()`` after every emitted operation, outside the lock (it may raise)."""
+    with _lock:
+        _after.append(fn)
 
-    def wrap_copy_to_device(orig):
-        @_outermost
-        def copy_to_device(record, self, ary, stream=0):
-            if record:
-                host = _host_array(ary)
-                _copy_op("h2d" if host is not None else "d2d", host, stream)
-            return orig(self, ary, stream=stream)
-        return copy_to_device
 
-    def wrap_copy_to_host(orig):
-        @_outermost
-        def copy_to_host(record, self, ary=None, stream=0):
-            out = orig(self, ary, stream=stream)
-            if record:
-                _copy_op("d2h", ary if ary is not None else out, stream)
-            return out
-        return copy_to_host
+def remove_listener(fn) -> None:
+    with _lock:
+        _listeners.remove(fn)
 
-    # --- events and synchronizes ----------------------------------------------
-    def wrap_event(kind):
-        def make(orig):
-            def method(self, stream=0):
-                for r in _active:
-                    r.add(kind, "event", stream=stream, event=id(self))
-                return orig(self, stream)
-            return method
-        return make
 
-    def wrap_event_sync(orig):
-        def synchronize(self):
-            for r in _active:
-                r.add("sync", "event", event=id(self))
-            return orig(self)
-        return synchronize
+def uninstall() -> None:
+    """Put numba's functions back exactly as they were before ``import streamlab``."""
+    from . import _hooks
 
-    def wrap_stream_sync(orig):
-        def synchronize(self):
-            for r in _active:
-                r.add("sync", "stream", stream=self)
-            return orig(self)
-        return synchronize
-
-    def wrap_device_sync(orig):
-        def synchronize():
-            for r in _active:
-                r.add("sync", "device")
-            return orig()
-        return synchronize
-
-    if on_simulator():
-        from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
-        from numba.cuda.simulator.kernel import FakeCUDAKernel
-
-        event_cls, stream_cls = cuda.Event, cuda.Stream  # streamlab's simulator fills
-        array_cls = FakeCUDAArray
-
-        def wrap_getitem(orig):
-            def __getitem__(self, configuration):
-                out = orig(self, configuration)
-                out._streamlab_stream = configuration[2] if len(configuration) > 2 else 0
-                return out
-            return __getitem__
-
-        def wrap_call(orig):
-            def __call__(self, *args):
-                if _active and not self._device:
-                    stream = getattr(self, "_streamlab_stream", 0)
-                    for r in _active:
-                        r.add("launch", self.fn.__name__, stream=stream,
-                              detail={"grid": self.grid_dim, "block": self.block_dim})
-                return orig(self, *args)
-            return __call__
-
-        patch(FakeCUDAKernel, "__getitem__", wrap_getitem)
-        patch(FakeCUDAKernel, "__call__", wrap_call)
-    else:
-        from numba.cuda import dispatcher
-        from numba.cuda.cudadrv import devicearray, driver
-
-        event_cls, stream_cls = driver.Event, driver.Stream
-        array_cls = devicearray.DeviceNDArrayBase
-
-        def wrap_init(orig):
-            def __init__(self, dispatcher_, griddim, blockdim, stream, sharedmem):
-                self._streamlab_stream = stream
-                return orig(self, dispatcher_, griddim, blockdim, stream, sharedmem)
-            return __init__
-
-        def wrap_launch(orig):
-            def __call__(self, *args):
-                for r in _active:
-                    r.add("launch", self.dispatcher.py_func.__name__,
-                          stream=getattr(self, "_streamlab_stream", 0),
-                          detail={"grid": self.griddim, "block": self.blockdim})
-                return orig(self, *args)
-            return __call__
-
-        patch(dispatcher._LaunchConfiguration, "__init__", wrap_init)
-        patch(dispatcher._LaunchConfiguration, "__call__", wrap_launch)
-
-    patch(cuda, "to_device", wrap_to_device)
-    patch(array_cls, "copy_to_device", wrap_copy_to_device)
-    patch(array_cls, "copy_to_host", wrap_copy_to_host)
-    patch(event_cls, "record", wrap_event("record"))
-    patch(event_cls, "wait", wrap_event("wait"))
-    patch(event_cls, "synchronize", wrap_event_sync)
-    patch(stream_cls, "synchronize", wrap_stream_sync)
-    patch(cuda, "synchronize", wrap_device_sync)
-    return patches
+    _hooks.uninstall()

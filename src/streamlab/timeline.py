@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from numba import cuda
 
 from ._device import device_name, on_simulator
+from .ops import internal
 from .streams import canonical_handle, stream_info, stream_key
 from .trace import HOST_KINDS, Row, Span, Trace, check_kind
 
@@ -110,10 +111,11 @@ class Timeline:
         best = None
         for _ in range(tries):
             ev = cuda.event(timing=True)
-            h0 = time.perf_counter()
-            ev.record(cal)
-            ev.synchronize()
-            h1 = time.perf_counter()
+            with internal():
+                h0 = time.perf_counter()
+                ev.record(cal)
+                ev.synchronize()
+                h1 = time.perf_counter()
             if best is None or (h1 - h0) < (best[2] - best[1]):
                 best = (ev, h0, h1)
         ev, h0, h1 = best
@@ -212,9 +214,11 @@ class Timeline:
         row = self._stream_row(stream)
         self._check_current_device()
         start, end = cuda.event(timing=True), cuda.event(timing=True)
-        start.record(stream)
+        with internal():
+            start.record(stream)
         yield
-        end.record(stream)
+        with internal():
+            end.record(stream)
         self._entries.append(_GpuEntry(str(name), row, kind, start, end))
 
     def add(self, name: str, start_event, end_event, stream, kind: str = "kernel") -> None:
@@ -285,14 +289,17 @@ class Timeline:
                 ))
                 continue
             try:
-                if not e.end.query():
+                with internal():
+                    ready = e.end.query()
+                if not ready:
                     if not synchronize:
                         raise TimelineNotReady(
                             f"span {e.name!r} on {e.row} has not finished. Synchronize "
                             f"first (stream.synchronize() or cuda.synchronize()), or call "
                             f"trace() with synchronize=True to wait for it."
                         )
-                    e.end.synchronize()
+                    with internal():
+                        e.end.synchronize()
                 start = self._origin.elapsed_time(e.start)
                 end = self._origin.elapsed_time(e.end)
             except CudaAPIError as err:

@@ -1,0 +1,549 @@
+"""Where streamlab sees numba's stream-ordered calls: one set of wrappers at the bottom.
+
+Installed once, by ``import streamlab`` (which says so), and undone exactly by
+:func:`uninstall`. Each wrapper calls numba's own function first, then, only while a
+recorder or race check listens (:func:`streamlab.ops.recording`), describes what the
+call did with :func:`streamlab.ops.emit`. The wrappers sit where every path meets:
+
+on a GPU (numba-cuda's driver layer)
+    ``driver.host_to_device`` / ``device_to_host`` / ``device_to_device`` /
+    ``device_memset`` (every copy, the implicit ones of ``to_device``, ``copy_to_host()``
+    and of host arrays passed to kernels included), ``Event.record/wait/synchronize/
+    query``, ``Stream.synchronize``, ``Context.synchronize`` (``cuda.synchronize()`` by
+    any name), and the kernel launch (``CUDADispatcher.call`` notes the kernel, the stream
+    of its launch configuration and its arguments; the launch itself is recorded when
+    numba hands it to the driver, after the arguments' implicit copies).
+
+on the simulator
+    its ``to_device``, ``FakeCUDAArray.copy_to_host/copy_to_device`` and element access
+    from the host, and the kernel call. Events, streams and ``cuda.synchronize`` are
+    streamlab's own there (:mod:`streamlab._simfill`), which record themselves.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import threading
+
+import numpy as np
+
+from . import ops
+from ._device import on_simulator
+from ._kernelinfo import ATOMIC, WRITE, access_modes, parameter_names
+from .ops import Region, allocation, describe_array, device_owner, emit, host_owner, \
+    merge_pieces, recording, region_of
+
+_patches: list[tuple[object, str, object]] = []
+_tls = threading.local()
+_footprint = {"current": None}  # the simulated kernel running now, while recording
+_installed = {"done": False}
+
+
+def _patch(owner, name: str, make) -> None:
+    original = getattr(owner, name)
+    _patches.append((owner, name, original))
+    setattr(owner, name, make(original))
+
+
+def _patch_everywhere(original, replacement, prefix: str = "numba.cuda") -> None:
+    """Replace ``original`` in every loaded module under ``prefix`` that names it."""
+    for modname, mod in list(sys.modules.items()):
+        if mod is None or not (modname == prefix or modname.startswith(prefix + ".")):
+            continue
+        for attr, value in list(vars(mod).items()):
+            if value is original:
+                _patches.append((mod, attr, original))
+                setattr(mod, attr, replacement)
+
+
+def install() -> None:
+    """Wrap numba's calls for this mode (once)."""
+    if _installed["done"]:
+        return
+    if on_simulator():
+        _install_simulator()
+    else:
+        _install_gpu()
+    _installed["done"] = True
+
+
+def uninstall() -> None:
+    """Put back every function that :func:`install` wrapped, in reverse order."""
+    while _patches:
+        owner, name, original = _patches.pop()
+        setattr(owner, name, original)
+    _installed["done"] = False
+
+
+def installed() -> bool:
+    return _installed["done"]
+
+
+def banner() -> str:
+    """One line: what streamlab changed in numba, and how to undo it."""
+    import os
+
+    sim = ("fills the simulator's gaps (events with times, streams with handles, pinned "
+           "and mapped memory, nanosleep; see streamlab._simfill) and ") if on_simulator() \
+        else ""
+    race = " Every operation is race-checked (STREAMLAB_RACE_CHECK=1)." if \
+        os.environ.get("STREAMLAB_RACE_CHECK", "") not in ("", "0") else ""
+    return (f"streamlab: {sim}watches numba's launches, copies, events and synchronizes "
+            f"for record_ops and race_check; streamlab.ops.uninstall() undoes it.{race}")
+
+
+# --- copies: one description for both modes -----------------------------------------
+def copy_op(direction: str, stream, *, host: Region | None, device: Region | None,
+            src: Region | None = None, pinned: bool | None, synchronous: bool) -> None:
+    """Record a copy as CUDA defines it (the CUDA Runtime API's "API synchronization
+    behavior"): which stream, what it reads and writes, and whether the host waited.
+
+    * host to device, pinned: asynchronous, unless called without a stream;
+    * host to device, pageable: the host buffer is read before the call returns (staged),
+      the device is written later, in stream order;
+    * device to host: the host waits unless the buffer is pinned and a stream is given;
+    * device to device: never waits.
+    """
+    stream = stream if stream else 0
+    if direction == "h2d":
+        if pinned:
+            emit("copy", "h2d", stream, pinned=True, blocking=synchronous,
+                 reads=(host,), writes=(device,))
+        else:
+            emit("copy", "h2d", stream, pinned=False, writes=(device,), host_reads=(host,))
+    elif direction == "d2h":
+        emit("copy", "d2h", stream, pinned=pinned, blocking=synchronous or not pinned,
+             reads=(device,), writes=(host,))
+    elif direction == "d2d":
+        emit("copy", "d2d", stream, reads=(src,), writes=(device,))
+    else:
+        emit("memset", "memset", stream, writes=(device,))
+
+
+def _launch_op(kernel, name: str, args, stream, grid, block, footprint=None) -> None:
+    """Record a kernel launch with the memory it may read, write or update atomically.
+
+    Which arguments it writes comes from its code (:mod:`streamlab._kernelinfo`). On the
+    simulator, ``footprint`` holds the elements it really touched, so two kernels that
+    write different parts of one array are not taken for a race."""
+    modes = access_modes(kernel)
+    names = parameter_names(kernel)
+    reads, writes, atomics = [], [], []
+    for i, arg in enumerate(args):
+        if not _device_visible(arg):
+            continue  # a host array: numba copies it (the copies are recorded)
+        label = f"argument {names[i]!r}" if i < len(names) else f"argument {i}"
+        region = region_of(arg, label)
+        if region is None:
+            continue
+        mode = modes[i] if modes is not None and i < len(modes) else WRITE
+        if footprint is None:
+            (writes if mode == WRITE else atomics if mode == ATOMIC else reads).append(region)
+            continue
+        read, written = footprint.within(region)
+        if mode == ATOMIC:
+            atomics.append(_with_parts(region, read + written))
+            continue
+        if written:
+            writes.append(_with_parts(region, written))
+        if read:
+            reads.append(_with_parts(region, read))
+    emit("launch", name, stream, reads=reads, writes=writes, atomics=atomics,
+         detail={"grid": grid, "block": block, "args": names,
+                 "modes": modes if modes is not None else "unknown: all written",
+                 "footprint": "elements touched" if footprint is not None
+                 else "whole arguments"})
+
+
+def _with_parts(region: Region, pieces) -> Region:
+    from dataclasses import replace
+
+    parts = merge_pieces(pieces)
+    return replace(region, lo=parts[0][0], hi=parts[-1][1], parts=parts)
+
+
+class Footprint:
+    """The elements a simulated kernel touched: (lo, hi) byte ranges read and written."""
+
+    def __init__(self):
+        self.reads: set = set()
+        self.writes: set = set()
+
+    def touch(self, ary, idx, write: bool) -> None:
+        face = ary.__array_interface__
+        base = face["data"][0]
+        if not isinstance(idx, tuple):
+            idx = (idx,)
+        if len(idx) == ary.ndim and all(isinstance(i, (int, np.integer)) for i in idx):
+            off = 0
+            for i, n, st in zip(idx, ary.shape, ary.strides):
+                off += (i + n if i < 0 else i) * st
+            piece = (base + off, base + off + ary.itemsize)
+        else:
+            sub = ary[idx]
+            if hasattr(sub, "__array_interface__") and getattr(sub, "ndim", 0):
+                piece = ops.extent(sub.__array_interface__)
+            else:
+                piece = ops.extent(face)
+        (self.writes if write else self.reads).add(piece)
+
+    def within(self, region: Region):
+        """The pieces read, and written, inside ``region``."""
+        def inside(pieces):
+            return [p for p in pieces if region.lo <= p[0] < region.hi]
+        return inside(self.reads), inside(self.writes)
+
+
+def _device_visible(arg) -> bool:
+    if on_simulator():
+        from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+
+        return isinstance(arg, FakeCUDAArray)
+    return bool(getattr(arg, "__cuda_memory__", False)) or \
+        hasattr(arg, "__cuda_array_interface__")
+
+
+# --- the GPU -------------------------------------------------------------------------
+def _install_gpu() -> None:
+    from numba.cuda import dispatcher
+    from numba.cuda.cudadrv import driver
+
+    def device_region(obj, size):
+        ptr = driver.device_pointer(obj)
+        what = f"the device array ({describe_array(obj)})"
+        return Region(ptr, ptr + size, what, allocation(device_owner(obj)))
+
+    def host_region(obj, size):
+        ptr = driver.host_pointer(obj, readonly=True)
+        owner = host_owner(obj) if not isinstance(obj, int) else None
+        return Region(ptr, ptr + size, f"the host array ({describe_array(obj)})",
+                      allocation(owner), host=True), ops._pinned_address(ptr)
+
+    def h2d(orig):
+        def host_to_device(dst, src, size, stream=0):
+            out = orig(dst, src, size, stream)
+            if recording():
+                host, pinned = host_region(src, size)
+                copy_op("h2d", stream, host=host, device=device_region(dst, size),
+                        pinned=pinned, synchronous=not stream)
+            return out
+        return host_to_device
+
+    def d2h(orig):
+        def device_to_host(dst, src, size, stream=0):
+            out = orig(dst, src, size, stream)
+            if recording():
+                host, pinned = host_region(dst, size)
+                copy_op("d2h", stream, host=host, device=device_region(src, size),
+                        pinned=pinned, synchronous=not stream)
+            return out
+        return device_to_host
+
+    def d2d(orig):
+        def device_to_device(dst, src, size, stream=0):
+            out = orig(dst, src, size, stream)
+            if recording():
+                copy_op("d2d", stream, host=None, device=device_region(dst, size),
+                        src=device_region(src, size), pinned=None, synchronous=False)
+            return out
+        return device_to_device
+
+    def memset(orig):
+        def device_memset(dst, val, size, stream=0):
+            out = orig(dst, val, size, stream)
+            if recording():
+                copy_op("memset", stream, host=None, device=device_region(dst, size),
+                        pinned=None, synchronous=False)
+            return out
+        return device_memset
+
+    for name, make in (("host_to_device", h2d), ("device_to_host", d2h),
+                       ("device_to_device", d2d), ("device_memset", memset)):
+        _patch(driver, name, make)
+    _install_events(driver.Event)
+    _patch(driver.Stream, "synchronize", _stream_sync)
+
+    def context_sync(orig):
+        def synchronize(self):
+            out = orig(self)
+            emit("sync", "device", detail={"device": self.device.id})
+            return out
+        return synchronize
+
+    _patch(driver.Context, "synchronize", context_sync)
+
+    def call(orig):
+        def call(self, args, launch_config):
+            if not recording() or getattr(_tls, "launch", None) is not None:
+                return orig(self, args, launch_config)
+            _tls.launch = (self, args, launch_config)
+            try:
+                return orig(self, args, launch_config)
+            finally:
+                _tls.launch = None
+        return call
+
+    def launch(orig):
+        def launch(stream, config, kernel, *kernel_args):
+            out = orig(stream, config, kernel, *kernel_args)
+            pending = getattr(_tls, "launch", None)
+            if pending is not None and recording():
+                _tls.launch = None  # one launch per call
+                disp, args, cfg = pending
+                _launch_op(disp, disp.py_func.__name__, args, cfg.stream, cfg.griddim,
+                           cfg.blockdim)
+            return out
+        return launch
+
+    _patch(dispatcher.CUDADispatcher, "call", call)
+    _patch(dispatcher, "launch", launch)
+    _install_gpu_argument_copies()
+
+
+def _install_gpu_argument_copies() -> None:
+    """A host array passed to a kernel: numba-cuda 0.30 copies it in (and, unless it is
+    an ``In`` argument, back out after the kernel) with the driver directly, in the
+    launch's stream, not through the copy functions above."""
+    from numba.cuda import args as nb_args
+
+    def regions(hint, devary):
+        nbytes = devary.size * devary.dtype.itemsize
+        what = f"the host array ({describe_array(hint.value)})"
+        device = Region(devary.ptr, devary.ptr + nbytes,
+                        f"the device copy of {what[4:]}", allocation(devary))
+        return region_of(hint.value, what), device, ops.is_pinned(hint.value)
+
+    def handle(stream) -> int:
+        return int(getattr(stream, "handle", stream) or 0)
+
+    def out_to_device(orig):
+        def to_device(self, retr, stream=0):
+            before = len(retr)
+            devary = orig(self, retr, stream)
+            if len(retr) > before and recording():  # converted: a host array
+                host, device, pinned = regions(self, devary)
+                if type(self).copy_input:
+                    copy_op("h2d", stream, host=host, device=device, pinned=pinned,
+                            synchronous=False)
+                back = retr[-1]
+
+                def copy_back():
+                    out = back()
+                    if recording():
+                        copy_op("d2h", stream, host=host, device=device, pinned=pinned,
+                                synchronous=handle(stream) == 0)
+                    return out
+
+                retr[-1] = copy_back
+            return devary
+        return to_device
+
+    def in_to_device(orig):
+        def to_device(self, retr, stream=0):
+            devary = orig(self, retr, stream)
+            value = self.value
+            if recording() and isinstance(value, np.ndarray) and \
+                    not getattr(value, "__cuda_memory__", False):
+                host, device, pinned = regions(self, devary)
+                copy_op("h2d", stream, host=host, device=device, pinned=pinned,
+                        synchronous=False)
+            return devary
+        return to_device
+
+    _patch(nb_args.Out, "to_device", out_to_device)
+    _patch(nb_args.In, "to_device", in_to_device)
+
+
+def _install_events(event_cls) -> None:
+    """Event.record/wait/synchronize/query (the GPU's; the simulator's record themselves)."""
+
+    def record(orig):
+        def record(self, stream=0):
+            out = orig(self, stream)
+            emit("record", "event", stream, event=self)
+            return out
+        return record
+
+    def wait(orig):
+        def wait(self, stream=0):
+            out = orig(self, stream)
+            emit("wait", "event", stream, event=self)
+            return out
+        return wait
+
+    def synchronize(orig):
+        def synchronize(self):
+            out = orig(self)
+            emit("sync", "event", event=self)
+            return out
+        return synchronize
+
+    def query(orig):
+        def query(self):
+            out = orig(self)
+            emit("query", "event", event=self, detail={"result": bool(out)})
+            return out
+        return query
+
+    for name, make in (("record", record), ("wait", wait), ("synchronize", synchronize),
+                       ("query", query)):
+        _patch(event_cls, name, make)
+
+
+def _stream_sync(orig):
+    def synchronize(self):
+        out = orig(self)
+        emit("sync", "stream", self)
+        return out
+    return synchronize
+
+
+# --- the simulator -------------------------------------------------------------------
+def _install_simulator() -> None:
+    from numba.cuda.simulator import kernel as sim_kernel
+    from numba.cuda.simulator.cudadrv import devicearray as sim_da
+
+    from ._simfill import SimMappedArray, is_pinned
+
+    fake = sim_da.FakeCUDAArray
+
+    def in_kernel() -> bool:
+        # each simulated CUDA thread is a BlockThread: array access there is the kernel's
+        return isinstance(threading.current_thread(), sim_kernel.BlockThread)
+
+    def device_region(dev):
+        return region_of(dev, f"the device array ({describe_array(dev)})")
+
+    def host_region(ary):
+        return region_of(ary, f"the host array ({describe_array(ary)})")
+
+    def to_device_wrap(orig):
+        def to_device(ary, stream=0, copy=True, to=None):
+            out = orig(ary, stream=stream, copy=copy, to=to)
+            if to is None and isinstance(out, fake):
+                out.stream = stream  # as on a GPU: the array remembers its stream
+                if copy and recording() and not in_kernel():
+                    host = ary if hasattr(ary, "__array_interface__") else None
+                    copy_op("h2d", stream, host=host_region(host) if host is not None
+                            else None, device=device_region(out),
+                            pinned=host is not None and is_pinned(host),
+                            synchronous=not stream)
+            return out
+        return to_device
+
+    def copy_to_host(orig):
+        def copy_to_host(self, ary=None, stream=0):
+            out = orig(self, ary, stream)
+            if recording() and not in_kernel():
+                stream = stream or self.stream  # as numba does on a GPU
+                copy_op("d2h", stream, host=host_region(out), device=device_region(self),
+                        pinned=is_pinned(out), synchronous=not stream)
+            return out
+        return copy_to_host
+
+    def copy_to_device(orig):
+        def copy_to_device(self, ary, stream=0):
+            out = orig(self, ary, stream)
+            if recording() and not in_kernel():
+                stream = stream or self.stream
+                if isinstance(ary, fake):
+                    copy_op("d2d", stream, host=None, device=device_region(self),
+                            src=device_region(ary), pinned=None, synchronous=False)
+                else:
+                    copy_op("h2d", stream, host=host_region(ary), device=device_region(self),
+                            pinned=is_pinned(ary), synchronous=not stream)
+            return out
+        return copy_to_device
+
+    def getitem(orig):
+        def __getitem__(self, idx):
+            out = orig(self, idx)
+            if not isinstance(out, fake) and recording() and not in_kernel():
+                # an element read from the host: a device-to-host copy on a GPU
+                emit("copy", "d2h", self.stream or 0, pinned=False, blocking=True,
+                     reads=(device_region(self),))
+            return out
+        return __getitem__
+
+    def setitem(orig):
+        def __setitem__(self, idx, val):
+            out = orig(self, idx, val)
+            if recording() and not in_kernel():
+                # an element written from the host: a copy and a synchronize on a GPU
+                emit("copy", "h2d", self.stream or 0, pinned=False, blocking=True,
+                     writes=(device_region(self),))
+            return out
+        return __setitem__
+
+    original_to_device = sim_da.to_device
+    wrapped = to_device_wrap(original_to_device)
+    _patch_everywhere(original_to_device, wrapped)
+    _patch(fake, "copy_to_host", copy_to_host)
+    _patch(fake, "copy_to_device", copy_to_device)
+    _patch(fake, "__getitem__", getitem)
+    _patch(fake, "__setitem__", setitem)
+
+    def call(orig):
+        def __call__(self, *args):
+            if self._device:
+                return orig(self, *args)
+            # mapped host memory: the kernel writes the host array itself, as on a GPU
+            args = tuple(fake(a) if isinstance(a, SimMappedArray) else a for a in args)
+            if not recording():
+                return orig(self, *args)
+            _tls.launch = (self, args)
+            try:
+                return orig(self, *args)
+            finally:
+                _tls.launch = None
+        return __call__
+
+    def swapped(orig):
+        @contextlib.contextmanager
+        def swapped_cuda_module(fn, fake_cuda_module):
+            pending = getattr(_tls, "launch", None)
+            if pending is None:
+                with orig(fn, fake_cuda_module):
+                    yield
+                return
+            _tls.launch = None
+            footprint = Footprint()
+            _footprint["current"] = footprint  # launches take turns (see _simfill)
+            try:
+                with orig(fn, fake_cuda_module):
+                    yield
+            finally:
+                _footprint["current"] = None
+            if recording():
+                kernel, args = pending
+                _launch_op(kernel, kernel.fn.__name__, args,
+                           getattr(kernel, "_streamlab_stream", 0), kernel.grid_dim,
+                           kernel.block_dim, footprint)
+        return swapped_cuda_module
+
+    inner = sim_da.FakeWithinKernelCUDAArray
+
+    def kernel_getitem(orig):
+        def __getitem__(self, idx):
+            out = orig(self, idx)
+            footprint = _footprint["current"]
+            if footprint is not None and not isinstance(out, inner):
+                footprint.touch(self._item._ary, idx, False)
+            return out
+        return __getitem__
+
+    def kernel_setitem(orig):
+        def __setitem__(self, idx, val):
+            out = orig(self, idx, val)
+            footprint = _footprint["current"]
+            if footprint is not None:
+                footprint.touch(self._item._ary, idx, True)
+            return out
+        return __setitem__
+
+    _patch(inner, "__getitem__", kernel_getitem)
+    _patch(inner, "__setitem__", kernel_setitem)
+
+    _patch(sim_kernel.FakeCUDAKernel, "__call__", call)
+    _patch(sim_kernel, "swapped_cuda_module", swapped)
