@@ -113,8 +113,8 @@ def test_operations_from_several_host_threads():
             t.start()
         for t in threads:
             t.join()
-    assert sorted(op.thread for op in ops) == ["t0", "t1", "t2", "t3"]
-    assert len({op.stream.key() for op in ops}) == 4
+    assert sorted(op.thread for op in ops.user()) == ["t0", "t1", "t2", "t3"]
+    assert len({op.stream.key() for op in ops.launches()}) == 4
 
 
 def test_per_thread_default_streams_are_one_per_thread():

@@ -256,7 +256,7 @@ def test_declared_host_reads_race_with_unwaited_copies():
         d.copy_to_host(h, stream=s)
         streamlab.host_access([h], "read", what="the result")
     (race,) = streamlab.find_races(ops)
-    assert "the host reading" in race.message() and "synchronize" in race.message()
+    assert "the host (line" in race.message() and "synchronize" in race.message()
     with pytest.raises(TypeError, match=r"host \(numpy\) arrays"):
         streamlab.host_access([d])
     with pytest.raises(ValueError, match="'read' or 'write'"):
@@ -321,3 +321,18 @@ def test_a_pageable_copy_with_no_stream_is_not_waited_for_by_a_non_blocking_stre
         read[1, 4, nb](x, out)
         nb.synchronize()
     assert not rc.races
+
+
+def test_a_thread_that_synchronizes_orders_the_host_only_once_joined():
+    s = cuda.stream()
+    x, out = cuda.device_array(4), cuda.device_array(4)
+    for joined in (False, True):
+        with streamlab.record_ops() as ops:
+            write[1, 4, s](x)
+            t = threading.Thread(target=s.synchronize)
+            t.start()
+            if joined:
+                t.join()
+            read[1, 4, cuda.stream()](x, out)
+        t.join()
+        assert bool(streamlab.find_races(ops)) is not joined

@@ -14,7 +14,7 @@ import quickstart  # noqa: E402
 def test_quick_start_is_install_open_test():
     install, open_, test = quickstart.commands(ROOT / "README.md")
     assert install.startswith("python -m pip install") and ".[test]" in install
-    assert open_ == "python -m streamlab lab"  # JupyterLab at the course root (test_lab.py)
+    assert open_ == "python -m streamlab lab"  # JupyterLab at the course root (test_course.py)
     assert test == "python -m pytest"
 
 

@@ -52,6 +52,10 @@ __all__ = [
     "to_chrome_trace",
 ]
 
+from .labs import install_ipython_display as _install_ipython_display  # noqa: E402
+
+_install_ipython_display()  # a failed check shows its message, not a traceback
+
 if _os.environ.get("STREAMLAB_RACE_CHECK", "") not in ("", "0"):
     from .order import start_session as _start_session
 

@@ -20,7 +20,7 @@ def main(argv=None) -> int:
         print(text)
         return status
     if argv[:1] == ["lab"]:
-        from .lab import main as lab
+        from .course import main as lab
 
         return lab(argv[1:])
     print(USAGE, file=sys.stderr)

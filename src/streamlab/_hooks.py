@@ -23,6 +23,8 @@ on the simulator
 from __future__ import annotations
 
 import contextlib
+import functools
+import inspect
 import sys
 import threading
 
@@ -65,7 +67,36 @@ def install() -> None:
         _install_simulator()
     else:
         _install_gpu()
+    _install_threads()
     _installed["done"] = True
+
+
+def _install_threads() -> None:
+    """``Thread.start`` and ``Thread.join`` order host threads: what a thread did before
+    starting another comes before all the new one does; a join waits for all of it."""
+
+    def learners(frame) -> bool:  # started or joined by the program, not by a library
+        return not frame.f_code.co_filename.startswith(ops._library_dirs())
+
+    def start(orig):
+        def start(self):
+            if recording() and learners(sys._getframe(1)):
+                with ops.internal():
+                    emit("sync", "thread start", detail={"child": self.name})
+            return orig(self)
+        return start
+
+    def join(orig):
+        def join(self, timeout=None):
+            out = orig(self, timeout)
+            if recording() and not self.is_alive() and learners(sys._getframe(1)):
+                with ops.internal():
+                    emit("sync", "thread join", detail={"child": self.name})
+            return out
+        return join
+
+    _patch(threading.Thread, "start", start)
+    _patch(threading.Thread, "join", join)
 
 
 def uninstall() -> None:
@@ -90,7 +121,8 @@ def banner() -> str:
     race = " Every operation is race-checked (STREAMLAB_RACE_CHECK=1)." if \
         os.environ.get("STREAMLAB_RACE_CHECK", "") not in ("", "0") else ""
     return (f"streamlab: {sim}watches numba's launches, copies, events and synchronizes "
-            f"for record_ops and race_check; streamlab.ops.uninstall() undoes it.{race}")
+            f"(and threads starting and joining) for record_ops and race_check; "
+            f"streamlab.ops.uninstall() undoes it.{race}")
 
 
 # --- copies: one description for both modes -----------------------------------------
@@ -220,47 +252,41 @@ def _install_gpu() -> None:
         return Region(ptr, ptr + size, f"the host array ({describe_array(obj)})",
                       allocation(owner), host=True), ops._pinned_address(ptr)
 
-    def h2d(orig):
-        def host_to_device(dst, src, size, stream=0):
-            out = orig(dst, src, size, stream)
-            if recording():
-                host, pinned = host_region(src, size)
-                copy_op("h2d", stream, host=host, device=device_region(dst, size),
-                        pinned=pinned, synchronous=not stream)
-            return out
-        return host_to_device
+    def regions(direction, dst, src, size):
+        """What one of numba's four driver copy functions reads and writes."""
+        if direction == "h2d":
+            host, pinned = host_region(src, size)
+            return dict(host=host, device=device_region(dst, size), pinned=pinned)
+        if direction == "d2h":
+            host, pinned = host_region(dst, size)
+            return dict(host=host, device=device_region(src, size), pinned=pinned)
+        if direction == "d2d":
+            return dict(host=None, device=device_region(dst, size),
+                        src=device_region(src, size), pinned=None)
+        return dict(host=None, device=device_region(dst, size), pinned=None)  # memset
 
-    def d2h(orig):
-        def device_to_host(dst, src, size, stream=0):
-            out = orig(dst, src, size, stream)
-            if recording():
-                host, pinned = host_region(dst, size)
-                copy_op("d2h", stream, host=host, device=device_region(src, size),
-                        pinned=pinned, synchronous=not stream)
-            return out
-        return device_to_host
+    def wrap(direction):
+        def make(orig):
+            signature = inspect.signature(orig)  # numba calls them by keyword too
 
-    def d2d(orig):
-        def device_to_device(dst, src, size, stream=0):
-            out = orig(dst, src, size, stream)
-            if recording():
-                copy_op("d2d", stream, host=None, device=device_region(dst, size),
-                        src=device_region(src, size), pinned=None, synchronous=False)
-            return out
-        return device_to_device
+            @functools.wraps(orig)
+            def copy(*args, **kwargs):
+                out = orig(*args, **kwargs)
+                if recording():
+                    bound = signature.bind(*args, **kwargs)
+                    bound.apply_defaults()
+                    a = bound.arguments
+                    stream = a["stream"]
+                    copy_op(direction, stream,
+                            synchronous=not stream and direction in ("h2d", "d2h"),
+                            **regions(direction, a["dst"], a.get("src"), a["size"]))
+                return out
+            return copy
+        return make
 
-    def memset(orig):
-        def device_memset(dst, val, size, stream=0):
-            out = orig(dst, val, size, stream)
-            if recording():
-                copy_op("memset", stream, host=None, device=device_region(dst, size),
-                        pinned=None, synchronous=False)
-            return out
-        return device_memset
-
-    for name, make in (("host_to_device", h2d), ("device_to_host", d2h),
-                       ("device_to_device", d2d), ("device_memset", memset)):
-        _patch(driver, name, make)
+    for name, direction in (("host_to_device", "h2d"), ("device_to_host", "d2h"),
+                            ("device_to_device", "d2d"), ("device_memset", "memset")):
+        _patch(driver, name, wrap(direction))
     _install_events(driver.Event)
     _patch(driver.Stream, "synchronize", _stream_sync)
 
@@ -405,6 +431,7 @@ def _install_simulator() -> None:
     from numba.cuda.simulator.cudadrv import devicearray as sim_da
 
     from ._simfill import SimMappedArray, is_pinned
+    from .hostfn import sim_flush
 
     fake = sim_da.FakeCUDAArray
 
@@ -420,6 +447,8 @@ def _install_simulator() -> None:
 
     def to_device_wrap(orig):
         def to_device(ary, stream=0, copy=True, to=None):
+            if not in_kernel():
+                sim_flush(stream)  # host functions queued in the stream run first
             out = orig(ary, stream=stream, copy=copy, to=to)
             if to is None and isinstance(out, fake):
                 out.stream = stream  # as on a GPU: the array remembers its stream
@@ -434,6 +463,8 @@ def _install_simulator() -> None:
 
     def copy_to_host(orig):
         def copy_to_host(self, ary=None, stream=0):
+            if not in_kernel():
+                sim_flush(stream or self.stream)
             out = orig(self, ary, stream)
             if recording() and not in_kernel():
                 stream = stream or self.stream  # as numba does on a GPU
@@ -444,6 +475,8 @@ def _install_simulator() -> None:
 
     def copy_to_device(orig):
         def copy_to_device(self, ary, stream=0):
+            if not in_kernel():
+                sim_flush(stream or self.stream)
             out = orig(self, ary, stream)
             if recording() and not in_kernel():
                 stream = stream or self.stream
@@ -488,6 +521,7 @@ def _install_simulator() -> None:
         def __call__(self, *args):
             if self._device:
                 return orig(self, *args)
+            sim_flush(getattr(self, "_streamlab_stream", 0))
             # mapped host memory: the kernel writes the host array itself, as on a GPU
             args = tuple(fake(a) if isinstance(a, SimMappedArray) else a for a in args)
             if not recording():

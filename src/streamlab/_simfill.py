@@ -74,6 +74,7 @@ _BROKEN_CALLBACK = (
 
 def apply(cuda) -> None:
     """Patch the simulator's ``numba.cuda`` module object in place."""
+    from .hostfn import sim_flush
     from numba.cuda.simulator import api as sim_api
     from numba.cuda.simulator import kernelapi
     from numba.cuda.simulator.cudadrv.driver import CudaAPIError
@@ -120,6 +121,7 @@ def apply(cuda) -> None:
             raise NotImplementedError(_BROKEN_CALLBACK.format(name="async_done"))
 
         def synchronize(self):
+            sim_flush(self)
             emit("sync", "stream", self)
 
     class SimEvent(base_event):
@@ -134,16 +136,20 @@ def apply(cuda) -> None:
             self._t_ns = None
 
         def record(self, stream=0):
+            sim_flush(stream)  # queued host functions come before the event
             self._t_ns = time.perf_counter_ns()
             emit("record", "event", stream, event=self)
 
         def wait(self, stream=0):
+            sim_flush(stream)
             emit("wait", "event", stream, event=self)
 
         def synchronize(self):
+            sim_flush()
             emit("sync", "event", event=self)
 
         def query(self):
+            sim_flush()
             emit("query", "event", event=self, detail={"result": True})
             return True
 
@@ -219,6 +225,7 @@ def apply(cuda) -> None:
                           order=order).view(SimMappedArray)
 
     def synchronize():
+        sim_flush()
         emit("sync", "device", detail={"device": 0})
 
     for name, value in {

@@ -127,13 +127,21 @@ def host_waited_for(ops: OpLog, op, streams, names, what: str = "the result") ->
 
 
 def no_host_sync(ops: OpLog, where: str = "") -> None:
-    """The host did not synchronize (device, stream or event) in the recorded code."""
-    syncs = ops.syncs()
-    if syncs:
-        kinds = ", ".join(sorted({f"{op.name}.synchronize()" if op.name != "device"
-                                  else "cuda.synchronize()" for op in syncs}))
+    """The host did not wait in the recorded code: no synchronize (device, stream or
+    event), no ``event.query()`` that found the work done, and no copy the host had to
+    wait for (a copy to the host with no stream, or into pageable memory)."""
+    waits = ops.syncs() + [op for op in ops.queries() if op.detail.get("result")]
+    if waits:
+        kinds = ", ".join(sorted({op.describe().split(" (")[0] for op in waits}))
         fail(f"you synchronized the host{where} ({kinds}): that makes each piece of work "
              f"wait for the one before. Issue all the work, and let the caller wait")
+    blocking = [op for op in ops.copies() if op.blocking]
+    if blocking:
+        op = blocking[0]
+        fail(f"the host waited{where} for {op.describe()}: a copy to the host with no "
+             f"stream, or into pageable memory, returns only once it is done (and with no "
+             f"stream it also waits for every blocking stream). Issue all the work, and "
+             f"let the caller wait")
 
 
 def only_stream_sync(ops: OpLog, stream, label: str = "the stream") -> None:

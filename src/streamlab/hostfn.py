@@ -35,6 +35,7 @@ import traceback
 from dataclasses import dataclass, field
 
 from ._device import on_simulator
+from .ops import emit, internal, running_host_function
 from .streams import handle_of
 
 
@@ -58,6 +59,7 @@ class HostCall:
     started_s: float | None = None
     ended_s: float | None = None
     thread_name: str | None = None
+    op_uid: int | None = field(default=None, repr=False)  # its record, when recorded
 
     def wait(self, timeout: float | None = None):
         """Block until the function has run; return its result or raise its error."""
@@ -81,15 +83,119 @@ _lock = threading.Lock()
 
 def _run(call: HostCall, fn, args, kwargs) -> None:
     call.thread_name = threading.current_thread().name
+    if call.op_uid is not None:  # what it does comes after its place in the stream
+        with internal():
+            emit("sync", "host function", detail={"after": call.op_uid})
     call.started_s = time.perf_counter()
     try:
-        call.result = fn(*args, **kwargs)
+        with running_host_function(call.op_uid):
+            call.result = fn(*args, **kwargs)
     except BaseException as exc:  # reported by wait(); never lost on a driver thread
         call.exception = exc
         traceback.print_exception(exc)
+        if not isinstance(exc, Exception) and not _on_driver_thread():
+            raise  # KeyboardInterrupt, SystemExit: the thread that runs it must see them
     finally:
         call.ended_s = time.perf_counter()
         call.done.set()
+
+
+def _on_driver_thread() -> bool:
+    return threading.current_thread() is not threading.main_thread() and \
+        threading.current_thread().name.startswith(("Dummy", _SimDriver.THREAD))
+
+
+class _SimDriver:
+    """Host functions on the simulator, run as a GPU's driver would run them.
+
+    A GPU runs a host function when its stream reaches it: later than the call that
+    queued it, on a driver thread, and before anything issued to that stream afterwards.
+    The simulator has no such later: everything it runs is done when the call returns.
+    So streamlab queues each host function and runs it (in stream order) just before
+    the next operation on its stream, any synchronize or query, or after ``DELAY_S`` on
+    a thread of its own, whichever comes first. A host function that reads a loop
+    variable it closed over then sees the value a GPU would show it: a later one.
+    """
+
+    DELAY_S = 0.02
+    THREAD = "streamlab-sim-driver"
+
+    def __init__(self):
+        self.lock = threading.Condition()
+        self.queues: dict = {}  # stream key -> [(due, call, fn, args, kwargs)]
+        self.running: dict = {}  # stream key -> RLock held while its functions run
+        self.thread: threading.Thread | None = None
+
+    def submit(self, key, call, fn, args, kwargs) -> None:
+        with self.lock:
+            self.queues.setdefault(key, []).append(
+                (time.perf_counter() + self.DELAY_S, call, fn, args, kwargs))
+            self.running.setdefault(key, threading.RLock())
+            if self.thread is None:
+                self.thread = threading.Thread(target=self._loop, name=self.THREAD,
+                                               daemon=True)
+                self.thread.start()
+            self.lock.notify()
+
+    def flush(self, key=None) -> None:
+        """Run what is queued for stream ``key`` (every stream: None), here and now."""
+        with self.lock:
+            keys = [key] if key is not None else list(self.queues)
+            keys = [k for k in keys if self.queues.get(k)]
+        for k in keys:
+            self._drain(k, until=None)
+
+    def pending(self) -> bool:
+        with self.lock:
+            return any(self.queues.values())
+
+    def _drain(self, key, until) -> None:
+        with self.running[key]:
+            while True:
+                with self.lock:
+                    queue = self.queues.get(key)
+                    if not queue or (until is not None and queue[0][0] > until):
+                        return
+                    _, call, fn, args, kwargs = queue.pop(0)
+                _run(call, fn, args, kwargs)
+
+    def _loop(self) -> None:
+        while True:
+            with self.lock:
+                dues = [q[0][0] for q in self.queues.values() if q]
+                if not dues:
+                    self.lock.wait()
+                    continue
+                wait = min(dues) - time.perf_counter()
+                if wait > 0:
+                    self.lock.wait(wait)
+                    continue
+                keys = [k for k, q in self.queues.items() if q]
+            for k in keys:
+                self._drain(k, until=time.perf_counter())
+
+
+_sim_driver = _SimDriver()
+
+
+def sim_flush(stream=None) -> None:
+    """On the simulator, run the host functions queued for ``stream`` (and those of the
+    default streams, which order with it), or all of them: called before an operation on
+    a stream and before a synchronize. Nothing to do on a GPU."""
+    if not _sim_driver.pending():
+        return
+    if stream is None:
+        _sim_driver.flush()
+        return
+    from .ops import StreamRef
+
+    ref = StreamRef.of(stream)
+    if ref.is_legacy_default:
+        _sim_driver.flush()
+        return
+    _sim_driver.flush(ref.key())
+    if ref.kind != "non-blocking":
+        _sim_driver.flush(StreamRef.of(0).key())
 
 
 @ctypes.CFUNCTYPE(None, ctypes.c_void_p)
@@ -105,18 +211,19 @@ def launch_host_func(stream, fn, *args, name: str | None = None, **kwargs) -> Ho
 
     Returns at once with a :class:`HostCall`. On a GPU the driver calls ``fn`` on its
     own thread once the stream reaches it; work issued to the stream afterwards waits
-    until ``fn`` returns. On the simulator all earlier work is already done, so ``fn``
-    runs before this returns.
+    until ``fn`` returns. On the simulator it runs later too (see :class:`_SimDriver`):
+    just before the stream's next operation, a synchronize, or 20 ms on.
     """
     if not callable(fn):
         raise TypeError(f"launch_host_func needs a function to call, got {fn!r}")
     handle = handle_of(stream)
     call = HostCall(name or getattr(fn, "__name__", "host function"))
-    from .ops import emit  # a recorder, if one is on, sees host functions too
-
-    emit("hostfn", call.name, stream)
+    op = emit("hostfn", call.name, stream)  # a recorder, if one is on, sees it too
+    call.op_uid = op.uid if op is not None else None
     if on_simulator():
-        _run(call, fn, args, kwargs)
+        from .ops import StreamRef
+
+        _sim_driver.submit(StreamRef.of(stream).key(), call, fn, args, kwargs)
         return call
     from cuda.bindings import driver
 
@@ -132,7 +239,27 @@ def launch_host_func(stream, fn, *args, name: str | None = None, **kwargs) -> Ho
     return call
 
 
-def stream_done(stream) -> asyncio.Future:
+class StreamDone:
+    """What :func:`stream_done` returns: ``await`` it. Code after the ``await`` is
+    ordered after the stream's work (the race check and the labs' checks know it);
+    code that never awaits it is not."""
+
+    def __init__(self, future: asyncio.Future, call: HostCall):
+        self._future = future
+        self._call = call
+
+    def __await__(self):
+        result = yield from self._future.__await__()
+        if self._call.op_uid is not None:
+            with internal():
+                emit("sync", "awaited", detail={"after": self._call.op_uid})
+        return result
+
+    def done(self) -> bool:
+        return self._future.done()
+
+
+def stream_done(stream) -> StreamDone:
     """An awaitable that resolves (to ``stream``) once the stream's work so far is done.
 
     Call it from a coroutine: ``await streamlab.stream_done(s)``. The event loop keeps
@@ -152,5 +279,11 @@ def stream_done(stream) -> asyncio.Future:
         if not fut.done():
             fut.set_result(stream)
 
-    launch_host_func(stream, loop.call_soon_threadsafe, resolve, name="stream_done")
-    return fut
+    def wake():
+        try:
+            loop.call_soon_threadsafe(resolve)
+        except RuntimeError:  # the loop has closed: nobody awaits this any more
+            pass
+
+    call = launch_host_func(stream, wake, name="stream_done")
+    return StreamDone(fut, call)

@@ -181,6 +181,7 @@ class Op:
     host_reads: tuple = ()  # Regions the issuing host thread read before the call returned
     where: str = ""  # the line of code that issued it
     detail: dict = field(default_factory=dict)
+    uid: int = 0  # the same operation in every recorder (``index`` is per recorder)
 
     def __str__(self) -> str:
         where = f" in {self.stream.describe()}" if self.stream else ""
@@ -197,9 +198,9 @@ class Op:
             "record": "event.record",
             "wait": "event.wait",
             "hostfn": f"host function {self.name!r}",
-            "host": f"the host {'reading' if self.name == 'read' else 'writing'}",
-            "sync": f"{self.name}.synchronize()" if self.name != "device"
-            else "cuda.synchronize()",
+            "host": "the host",
+            "sync": {"device": "cuda.synchronize()", "stream": "stream.synchronize()",
+                     "event": "event.synchronize()"}.get(self.name, self.name),
             "query": "event.query()",
         }[self.kind]
         if self.stream is not None and self.kind not in ("sync", "host"):
@@ -413,14 +414,25 @@ def _is_internal() -> bool:
     return getattr(_tls, "internal", 0) > 0
 
 
+@contextlib.contextmanager
+def running_host_function(uid: int | None):
+    """The host accesses inside happen in a host function (the record ``uid``): they
+    take its place in its stream, before everything issued to the stream after it."""
+    before = getattr(_tls, "hostfn", None)
+    _tls.hostfn = uid
+    try:
+        yield
+    finally:
+        _tls.hostfn = before
+
+
 _HERE = os.path.dirname(os.path.abspath(__file__))
-_skip_dirs: tuple[str, ...] = ()
+_skip_dirs: list[str] = []  # filled once, in place
 
 
 def _library_dirs() -> tuple[str, ...]:
     """Folders of the code that is never the learner's: streamlab, numba, cuda-python,
     and the standard library's threading and contextlib."""
-    global _skip_dirs
     if not _skip_dirs:
         import importlib.util
 
@@ -433,14 +445,18 @@ def _library_dirs() -> tuple[str, ...]:
                 spec = None
             for loc in (spec.submodule_search_locations or []) if spec else []:
                 dirs.append(os.path.abspath(loc))
-        _skip_dirs = tuple(dict.fromkeys(dirs))
-    return _skip_dirs
+        _skip_dirs[:] = dict.fromkeys(dirs)
+    return tuple(_skip_dirs)
+
+
+_numpy_dir = os.path.dirname(os.path.dirname(os.path.abspath(_np_file))) \
+    if (_np_file := getattr(__import__("numpy"), "__file__", None)) else None
 
 
 def _caller() -> str:
     """The learner's line that issued the call: the first frame outside numba,
-    cuda-python, streamlab and the standard library's threading and contextlib."""
-    skip = _library_dirs()
+    cuda-python, numpy, streamlab and the standard library."""
+    skip = _library_dirs() + ((_numpy_dir,) if _numpy_dir else ())
     frame = sys._getframe(2)
     while frame is not None:
         path = frame.f_code.co_filename
@@ -456,23 +472,28 @@ def _caller() -> str:
     return ""
 
 
+_uids = itertools.count(1)
+
+
 def emit(kind: str, name: str, stream=None, *, event=None, pinned=None, blocking=False,
          reads=(), writes=(), atomics=(), host_reads=(), detail=None,
-         stream_ref=None) -> None:
-    """Record one operation in every active recorder (called by the hooks)."""
+         stream_ref=None) -> Op | None:
+    """Record one operation in every active recorder (called by the hooks); return it."""
     if not recording():
-        return
+        return None
     ref = stream_ref
     if ref is None and (stream is not None or kind in ("launch", "copy", "memset",
                                                        "record", "wait", "hostfn")):
         ref = _ref(stream)
+    if kind == "host" and getattr(_tls, "hostfn", None) is not None:
+        detail = dict(detail or {}, in_host_function=_tls.hostfn)
     op = Op(0, kind, name, ref, event=event, pinned=pinned,
             thread=threading.current_thread().name, blocking=blocking,
             internal=_is_internal(), reads=tuple(r for r in reads if r is not None),
             writes=tuple(r for r in writes if r is not None),
             atomics=tuple(r for r in atomics if r is not None),
             host_reads=tuple(r for r in host_reads if r is not None),
-            where=_caller(), detail=detail or {})
+            where=_caller(), detail=detail or {}, uid=next(_uids))
     with _lock:
         for rec in _recorders:
             rec.log.append(replace(op, index=len(rec.log)))
@@ -480,6 +501,7 @@ def emit(kind: str, name: str, stream=None, *, event=None, pinned=None, blocking
             listen(op)
     for after in _after:
         after()
+    return op
 
 
 def host_access(arrays, mode: str = "read", what: str = "") -> None:

@@ -92,7 +92,7 @@ class Race:
         if second.kind == "host" or (second.stream is None):
             return ("Wait for the GPU work before the host touches the memory: "
                     "stream.synchronize(), or an event recorded after it and "
-                    "event.synchronize().")
+                    "event.synchronize(); in asyncio, await streamlab.stream_done(stream).")
         if first.kind == "host":
             return ("The host touched the memory while the GPU may still use it: wait "
                     "for the GPU's earlier work first (stream.synchronize() or "
@@ -117,11 +117,12 @@ class Order:
         self.last = {}  # stream agent -> vector clock of its last operation
         self.kinds = {}  # stream agent -> StreamRef
         self.events = {}  # event object -> vector clock at its latest record
-        self.clock = {}  # op -> (agent, position, vector clock)
+        self.clock = {}  # op uid -> (agent, position, vector clock)
         self.counts = {}  # agent -> operations so far
-        self.history = {}  # allocation -> {(agent, mode): [(op, position, region)]}
+        self.history = {}  # allocation -> {(agent, mode): [(op, position, region, clock)]}
         self.races: list[Race] = []
         self.waits_on_nothing: list[Op] = []  # waits on events never recorded before them
+        self.fed: list[Op] = []  # every operation, in the order fed
 
     @property
     def notes(self) -> list[Op]:
@@ -145,8 +146,15 @@ class Order:
 
     def ordered(self, a: Op, b: Op) -> bool:
         """Does ``a`` happen before ``b`` (both fed)?"""
-        agent, pos, _ = self.clock[a]
-        return self.clock[b][2].get(agent, 0) >= pos
+        agent, pos, _ = self.clock[a.uid]
+        return self.clock[b.uid][2].get(agent, 0) >= pos
+
+    def host_after(self, op: Op, thread: str | None = None) -> bool:
+        """Has the host thread ``thread`` (default: the one that issued ``op``) waited,
+        by now, for ``op`` to finish?"""
+        agent, pos, _ = self.clock[op.uid]
+        host = self.host.get(("host", thread or op.thread), {})
+        return host.get(agent, 0) >= pos
 
     # --- the rules -------------------------------------------------------------------
     def _implicit(self, ref) -> list:
@@ -166,6 +174,7 @@ class Order:
                                           and PER_THREAD_SYNCS_WITH_LEGACY)
 
     def feed(self, op: Op) -> list[Race]:
+        self.fed.append(op)
         host_agent = ("host", op.thread)
         host = self.host.setdefault(host_agent, {})
         host_pos = self._tick(host_agent, host)
@@ -182,7 +191,7 @@ class Order:
                     self.waits_on_nothing.append(op)
             pos = self._tick(agent, vc)
             self.last[agent] = vc
-            self.clock[op] = (agent, pos, vc)
+            self.clock[op.uid] = (agent, pos, vc)
             if op.kind == "record":
                 self.events[op.event] = vc
             if op.host_reads:  # staged by the host before the call returned
@@ -191,10 +200,14 @@ class Order:
                 self.races.extend(self._accesses(staged, host_agent, host_pos, dict(host)))
             if op.blocking:
                 self._join(host, vc)
+        elif op.kind == "host" and op.detail.get("in_host_function") in self.clock:
+            # inside a host function: at its place in its stream (see ops.running_host_function)
+            agent, pos, vc = self.clock[op.detail["in_host_function"]]
+            self.clock[op.uid] = (agent, pos, vc)
         else:
             self._host_wait(op, host)
             agent, pos, vc = host_agent, host_pos, dict(host)
-            self.clock[op] = (agent, pos, vc)
+            self.clock[op.uid] = (agent, pos, vc)
         found = self._accesses(op, agent, pos, vc)
         self.races.extend(found)
         return found
@@ -214,6 +227,18 @@ class Order:
         elif (op.kind == "sync" and op.name == "event") or \
                 (op.kind == "query" and op.detail.get("result")):
             self._join(host, self.events.get(op.event))
+        elif op.kind == "sync" and op.name == "thread start":
+            # what the parent did before start() comes before all the child does
+            child = self.host.setdefault(("host", op.detail["child"]), {})
+            self._join(child, host)
+        elif op.kind == "sync" and op.name == "thread join":
+            self._join(host, self.host.get(("host", op.detail["child"])))
+        elif op.kind == "sync" and op.name in ("host function", "awaited"):
+            # a host function runs once its stream reaches it; code after an awaited
+            # stream_done runs once the stream's host function has run
+            ran = self.clock.get(op.detail.get("after"))
+            if ran is not None:
+                self._join(host, ran[2])
 
     # --- memory ----------------------------------------------------------------------
     def _accesses(self, op: Op, agent, pos: int, vc: dict) -> list[Race]:
@@ -225,15 +250,17 @@ class Order:
                 for (other_agent, other_mode), entries in hist.items():
                     if other_agent == agent or not _conflict(mode, other_mode):
                         continue
-                    for other, other_pos, other_region in entries:
-                        if vc.get(other_agent, 0) >= other_pos:
-                            continue  # ordered
+                    for other, other_pos, other_region, other_vc in entries:
+                        if vc.get(other_agent, 0) >= other_pos or \
+                                other_vc.get(agent, 0) >= pos:
+                            continue  # ordered, one way or the other (a host function's
+                            # accesses are recorded when it runs, after later stream work)
                         if region.overlaps(other_region):
                             found.append(Race(other, op, other_mode, mode, region))
                 # An older access by the same agent, inside this one, is ordered before
                 # it: whatever races with the older one races with this one too.
                 mine = [e for e in hist.get((agent, mode), []) if not region.covers(e[2])]
-                mine.append((op, pos, region))
+                mine.append((op, pos, region, vc))
                 hist[(agent, mode)] = mine
         return found
 
@@ -327,14 +354,11 @@ def race_check(*, raises: bool = True, quiet: bool = False, read_results: bool =
     ``names={"stream0": stream0, ...}`` names streams in the report.
     """
     result = RaceCheck(stream_names(names))
-    _tls.explicit = getattr(_tls, "explicit", 0) + 1
-    try:
+    with checked_here():
         with _ops.record_ops() as log:
             yield result
             if read_results:
                 _read_at_end(log)
-    finally:
-        _tls.explicit -= 1
     order = analyze(log)
     result.ops, result.races, result.notes = log, order.races, order.notes
     if result.races:
@@ -342,6 +366,17 @@ def race_check(*, raises: bool = True, quiet: bool = False, read_results: bool =
             print(result.report(), file=file or sys.stdout)
         if raises:
             raise RaceError(result.report())
+
+
+@contextlib.contextmanager
+def checked_here():
+    """Operations issued inside are checked by the block itself (a race_check, a lab's
+    check): a session-wide race check (STREAMLAB_RACE_CHECK=1) leaves them to it."""
+    _tls.explicit = getattr(_tls, "explicit", 0) + 1
+    try:
+        yield
+    finally:
+        _tls.explicit -= 1
 
 
 def _read_at_end(log: OpLog) -> None:

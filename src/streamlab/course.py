@@ -47,7 +47,7 @@ def course_root(start: Path | None = None) -> Path:
     for folder in (start, *start.parents):
         if _is_course(folder):
             return folder
-    installed = Path(__file__).resolve().parents[2]  # src/streamlab/lab.py -> the repo
+    installed = Path(__file__).resolve().parents[2]  # src/streamlab/course.py -> the repo
     if _is_course(installed):
         return installed
     raise CourseNotFound(

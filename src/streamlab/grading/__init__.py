@@ -1,0 +1,135 @@
+"""Grades that learner code cannot tamper with: each part judged in a fresh process.
+
+A lab's checks run in the learner's own kernel while they work, for feedback. A *grade*
+cannot come from there: anything in that kernel (``check.fail = lambda *a: None``, an
+IPython input transformer that empties the next cells) can fool it. So the grader runs
+each graded part again, in a fresh Python process of its own (:func:`run_part`):
+
+* the notebook's cells, in order: the lab's locked cells, the learner's cells, and that
+  one graded cell (with its hidden tests), as plain Python: no IPython, so no input
+  transformer, magic or shell hook of the learner's applies;
+* before and after the graded cell, a guard compares streamlab, numba, numpy and the
+  standard library's objects, and the names the locked cells defined, with what they
+  were before the learner's code ran: a replaced ``check.fail`` (or anything like it)
+  fails the part, saying what was replaced;
+* from the learner's first cell on, an audit hook (``sys.addaudithook``: it cannot be
+  removed) refuses to open the course's solutions and gradebook, and to start programs;
+* a part that does not finish within the time limit is stopped (its process is killed,
+  whatever it does with KeyboardInterrupt) and scores nothing; the other parts, each in
+  its own process, are graded as usual;
+* warnings and logging go to the part's output as text; they cost nothing;
+* the verdict comes back on a pipe of its own, with a number the child was given.
+
+:class:`streamlab.grading.preprocessor.GradeInFreshProcesses` puts this in place of
+nbgrader's ``Execute`` (see ``nbgrader_config.py``), so ``nbgrader autograde`` grades
+this way.
+
+What this does not stop (it is a guard against the cheats a clever learner tries, not a
+security boundary): code that reads a copy of the solutions kept elsewhere on the disk;
+tricks below Python (``ctypes`` calling libc directly); code that digs the verdict pipe's
+number out of the grader's memory and forges a verdict; changing a running check's local
+variables through its frame. For an exam, grade inside a container that holds only the
+submissions.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass, field
+
+LOCKED, SOLUTION, GRADED, OTHER = "locked", "solution", "graded", "other"
+
+
+@dataclass
+class Verdict:
+    """What one graded part came to: passed or not, the message, and what it printed."""
+
+    passed: bool
+    message: str = ""
+    output: str = ""
+    kind: str = ""  # CheckFailed, NotDoneYet, Tampered, TimedOut, an exception's name
+    learner_errors: list = field(default_factory=list)
+
+
+def plan(nb) -> list[dict]:
+    """The notebook's code cells with their roles (locked, solution, graded, other)."""
+    cells = []
+    for cell in nb["cells"]:
+        if cell.get("cell_type") != "code":
+            continue
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if meta.get("grade"):
+            role = GRADED
+        elif meta.get("solution"):
+            role = SOLUTION
+        elif meta.get("locked"):
+            role = LOCKED
+        else:
+            role = OTHER  # a cell the learner added
+        src = cell.get("source", "")
+        cells.append({"source": "".join(src) if isinstance(src, list) else src,
+                      "role": role, "id": meta.get("grade_id", "")})
+    return cells
+
+
+def run_part(cells: list[dict], part: str, *, cwd: str, protect=(), timeout: float = 300,
+             env: dict | None = None) -> Verdict:
+    """Judge graded cell ``part`` in a fresh process (see the module docstring)."""
+    nonce = secrets.token_hex(16)
+    read_end, write_end = os.pipe()
+    spec = {"cells": cells, "part": part, "protect": [os.path.realpath(p) for p in protect],
+            "fd": write_end, "nonce": nonce}
+    child_env = dict(os.environ if env is None else env)
+    child_env.update(STREAMLAB_GRADING="1", STREAMLAB_QUIET="1", PYTHONUNBUFFERED="1")
+    child_env.pop("STREAMLAB_RACE_CHECK", None)
+    proc = subprocess.Popen([sys.executable, "-m", "streamlab.grading"], cwd=cwd,
+                            env=child_env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, pass_fds=(write_end,),
+                            start_new_session=True)
+    os.close(write_end)
+    try:
+        out, _ = proc.communicate(json.dumps(spec).encode(), timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill(proc)
+        out = proc.communicate()[0]
+        os.close(read_end)
+        return Verdict(False, f"{_title(part)} did not finish within {timeout:g} s, so the "
+                       f"grader stopped it: does your code wait for something that never "
+                       f"happens, or loop forever?", _text(out), "TimedOut")
+    with os.fdopen(read_end, "rb") as pipe:
+        raw = pipe.read().decode(errors="replace")
+    return _verdict(raw, nonce, _text(out), proc.returncode, part)
+
+
+def _kill(proc) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        proc.kill()
+
+
+def _text(out: bytes, limit: int = 20000) -> str:
+    text = out.decode(errors="replace")
+    return text if len(text) <= limit else text[:limit] + "\n... (output cut)"
+
+
+def _title(part: str) -> str:
+    return f"the part checked by {part}" if part else "the part"
+
+
+def _verdict(raw: str, nonce: str, output: str, returncode: int, part: str) -> Verdict:
+    for line in raw.splitlines():
+        head, _, body = line.partition(" ")
+        if head == nonce:
+            data = json.loads(body)
+            return Verdict(data["passed"], data["message"], output, data["kind"],
+                           data.get("learner_errors", []))
+    return Verdict(False, f"{_title(part)} ended the grader's process before the check "
+                   f"finished (exit status {returncode}): code that exits, or crashes the "
+                   f"interpreter, cannot pass", output, "Exited")
+

@@ -1,0 +1,214 @@
+"""The child side of :func:`streamlab.grading.run_part`: one graded part, in plain Python.
+
+Reads the part's spec (JSON) from stdin, runs the notebook's cells in order (the other
+graded cells left out), guards what the locked cells set up, and writes the verdict to
+the pipe it was given, after the number it was given.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import inspect
+import json
+import os
+import sys
+import traceback
+
+# What the guard compares: objects learner code has no business replacing.
+WATCHED_MODULES = ("streamlab", "numba.cuda", "numpy", "builtins", "asyncio", "threading",
+                   "time", "math", "contextlib", "functools", "warnings", "logging")
+
+
+def _watched(name: str) -> bool:
+    return any(name == m or name.startswith(m + ".") for m in WATCHED_MODULES) and \
+        not name.startswith(("numpy.f2py", "numpy.distutils", "numpy.testing"))
+
+
+def _worth_watching(obj) -> bool:
+    return inspect.isroutine(obj) or inspect.isclass(obj) or inspect.ismodule(obj)
+
+
+def _settings(name: str, obj) -> bool:
+    """streamlab's own module-level settings (``labs.GRADING``, sizes): plain values that
+    no code changes once the module is loaded."""
+    return name.startswith("streamlab") and isinstance(obj, (bool, int, float, str, tuple,
+                                                             type(None)))
+
+
+class Guard:
+    """A snapshot of modules, classes and the locked cells' names, compared later."""
+
+    def __init__(self):
+        self.modules: dict = {}   # module name -> {attribute: object}
+        self.classes: dict = {}   # (module, class name) -> {attribute: object}
+        self.names: dict = {}     # names the locked cells defined -> object
+        self.sysmods: dict = {}
+
+    def snapshot_modules(self) -> None:
+        for name, mod in list(sys.modules.items()):
+            if mod is None or not _watched(name) or name in self.modules:
+                continue
+            self.sysmods[name] = mod
+            attrs = {}
+            for attr, value in list(vars(mod).items()):
+                if attr.startswith("__") and attr.endswith("__"):
+                    continue
+                if _worth_watching(value) or _settings(name, value):
+                    attrs[attr] = value
+                    if inspect.isclass(value) and value.__module__ == name:
+                        self.classes[(name, attr)] = (value, {
+                            k: v for k, v in list(vars(value).items())
+                            if _worth_watching(v) or isinstance(v, (staticmethod, classmethod,
+                                                                    property))})
+            self.modules[name] = attrs
+
+    def remember(self, ns: dict, before: dict) -> None:
+        """Note the names a locked cell (re)defined: learner code must leave them."""
+        for key, value in ns.items():
+            if key.startswith("__"):
+                continue
+            if key not in before or before[key] is not value:
+                self.names[key] = value
+
+    def problems(self, ns: dict) -> list[str]:
+        found = []
+        for name, mod in self.sysmods.items():
+            if sys.modules.get(name) is not mod:
+                found.append(f"the module {name} in sys.modules")
+        for name, attrs in self.modules.items():
+            mod = self.sysmods[name]
+            for attr, value in attrs.items():
+                now = getattr(mod, attr, None)
+                if now is not value and not (_settings(name, value) and now == value):
+                    found.append(f"{name}.{attr}")
+        if os.environ.get("STREAMLAB_GRADING") != "1":
+            found.append("the environment variable STREAMLAB_GRADING")
+        for (modname, clsname), (cls, attrs) in self.classes.items():
+            for attr, value in attrs.items():
+                if vars(cls).get(attr) is not value:
+                    found.append(f"{modname}.{clsname}.{attr}")
+        for key, value in self.names.items():
+            if ns.get(key) is not value:
+                found.append(f"the name {key!r} that the lab's locked cells define")
+        return found
+
+
+def _guard_hook(protect: list[str]):
+    """An audit hook: no reading the solutions or the gradebook, no starting programs."""
+    protect = tuple(os.path.realpath(p) for p in protect)
+
+    def hook(event, args):
+        if event in ("open", "os.listdir", "os.scandir") and args and protect:
+            path = args[0]
+            if isinstance(path, int) or path is None:
+                return
+            try:
+                real = os.path.realpath(os.fsdecode(path))
+            except (TypeError, ValueError):
+                return
+            if any(real == p or real.startswith(p + os.sep) for p in protect):
+                raise PermissionError(f"the grader does not let lab code read {real}")
+        elif event in ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn",
+                       "os.spawn", "os.fork", "os.forkpty", "pty.spawn"):
+            raise PermissionError("the grader does not let lab code start programs")
+
+    return hook
+
+
+def _compile(source: str, name: str):
+    try:
+        from IPython.core.inputtransformer2 import TransformerManager
+
+        source = TransformerManager().transform_cell(source)  # %magics -> calls
+    except ImportError:
+        pass
+    return compile(source, name, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT,
+                   dont_inherit=True)
+
+
+def _run_cell(source: str, name: str, ns: dict, loop) -> None:
+    code = _compile(source, name)
+    result = eval(code, ns)  # noqa: S307  (the grader runs the notebook's code)
+    if inspect.iscoroutine(result):
+        loop.run_until_complete(result)
+
+
+def main() -> int:
+    spec = json.loads(sys.stdin.read())
+    verdict_fd, nonce, part = spec["fd"], spec["nonce"], spec["part"]
+    # the verdict pipe stays out of reach of the notebook's code once it runs
+    verdict = os.fdopen(verdict_fd, "w")
+
+    def report(passed: bool, message: str = "", kind: str = "", errors=()):
+        verdict.write(f"{nonce} " + json.dumps({"passed": passed, "message": message,
+                                                 "kind": kind,
+                                                 "learner_errors": list(errors)}) + "\n")
+        verdict.flush()
+
+    import streamlab  # noqa: F401  (hooks installed, simulator or GPU chosen)
+    from streamlab.check import CheckFailed
+    from streamlab.labs import NotDoneYet
+
+    guard = Guard()
+    guard.snapshot_modules()
+    loop = asyncio.new_event_loop()
+    ns: dict = {"__name__": "__main__", "__builtins__": __builtins__}
+    hooked = False
+    errors = []
+    for i, cell in enumerate(spec["cells"]):
+        role = cell["role"]
+        if role == "graded" and cell["id"] != part:
+            continue
+        name = f"<cell {i}: {cell['id'] or role}>"
+        if role == "graded":
+            found = guard.problems(ns)
+            if found:
+                report(False, _tampered(found), "Tampered", errors)
+                return 0
+            try:
+                _run_cell(cell["source"], name, ns, loop)
+            except NotDoneYet as exc:
+                report(False, str(exc), "NotDoneYet", errors)
+            except CheckFailed as exc:
+                report(False, str(exc), "CheckFailed", errors)
+            except BaseException as exc:  # noqa: BLE001  (any failure fails the part)
+                report(False, _explain(exc), type(exc).__name__, errors)
+            else:
+                found = guard.problems(ns)
+                if found:
+                    report(False, _tampered(found), "Tampered", errors)
+                else:
+                    report(True, "", "", errors)
+            return 0
+        if role != "locked" and not hooked:
+            sys.addaudithook(_guard_hook(spec["protect"]))
+            hooked = True
+        before = dict(ns)
+        try:
+            _run_cell(cell["source"], name, ns, loop)
+        except BaseException as exc:  # noqa: BLE001  (a learner's cell may fail)
+            if role == "locked":
+                report(False, f"the lab's own cell {cell['id']!r} failed: {_explain(exc)}. "
+                       f"This is not your code: tell your teacher", "LabError", errors)
+                return 0
+            errors.append(f"{cell['id'] or 'a cell of yours'}: {_explain(exc)}")
+        if role == "locked":
+            guard.remember(ns, before)
+            guard.snapshot_modules()  # modules the lab's own cells imported
+    report(False, f"the graded cell {part!r} is missing from the notebook", "Missing", errors)
+    return 0
+
+
+def _tampered(found: list[str]) -> str:
+    shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
+    return (f"your code replaced {shown}: the checks and the libraries they use must stay "
+            f"as the lab set them up. This part scores nothing")
+
+
+def _explain(exc: BaseException) -> str:
+    """One line for an unexpected error, with the learner's own line when there is one."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if f.filename.startswith("<cell")]
+    where = f" ({frames[-1].filename.strip('<>')}, line {frames[-1].lineno})" if frames else ""
+    return f"{type(exc).__name__}: {exc}{where}"

@@ -1,0 +1,77 @@
+"""nbgrader's ``Execute``, replaced: every graded part judged in a fresh process.
+
+``nbgrader_config.py`` puts :class:`GradeInFreshProcesses` where nbgrader's autograde
+pipeline has ``Execute``. For each graded cell it runs :func:`streamlab.grading.run_part`
+and writes the verdict into the cell as nbgrader reads it: the part's output as text,
+and, when it failed, one error whose text is the check's message. The learner's own
+cells are not executed in a kernel at all, so nothing in them can change how the graded
+cells run.
+"""
+
+from __future__ import annotations
+
+import os
+
+from nbformat.v4 import new_output
+from nbgrader.preprocessors import NbGraderPreprocessor
+from traitlets import Integer, List, Unicode
+
+from . import plan, run_part
+
+
+class GradeInFreshProcesses(NbGraderPreprocessor):
+    """Judge each graded cell in a fresh process (see :mod:`streamlab.grading`)."""
+
+    timeout = Integer(300, help="Seconds one graded part may run before it scores "
+                      "nothing.").tag(config=True)
+    protect = List(Unicode(), help="Paths the learner's code may not read while graded "
+                   "(besides the course's source folder and gradebook).").tag(config=True)
+
+    def preprocess(self, nb, resources):
+        cwd = resources.get("metadata", {}).get("path") or os.getcwd()
+        cells = plan(nb)
+        protect = list(self.protect) + self._course_paths(resources)
+        graded = [c for c in nb.cells if c.cell_type == "code"
+                  and c.get("metadata", {}).get("nbgrader", {}).get("grade")]
+        for count, cell in enumerate(graded, 1):
+            part = cell.metadata["nbgrader"]["grade_id"]
+            self.log.info("Grading %s in a fresh process", part)
+            verdict = run_part(cells, part, cwd=cwd, protect=protect, timeout=self.timeout)
+            cell.outputs = self._outputs(verdict)
+            cell.execution_count = count
+        return nb, resources
+
+    @staticmethod
+    def _outputs(verdict):
+        outputs = []
+        text = verdict.output
+        if verdict.learner_errors:
+            text += "".join(f"(an earlier cell failed: {e})\n" for e in verdict.learner_errors)
+        if text:
+            outputs.append(new_output("stream", name="stdout", text=text))
+        if not verdict.passed:
+            outputs.append(new_output("error", ename=verdict.kind or "CheckFailed",
+                                      evalue=verdict.message,
+                                      traceback=[f"{verdict.kind}: {verdict.message}"]))
+        return outputs
+
+    def _course_paths(self, resources) -> list[str]:
+        """The course's source folder (the solutions) and its gradebook database."""
+        paths = []
+        owner, coursedir = self, None
+        while owner is not None and coursedir is None:  # exporter -> nbgrader's converter
+            coursedir = getattr(owner, "coursedir", None)
+            owner = getattr(owner, "parent", None)
+        if coursedir is not None:
+            paths.append(os.path.join(coursedir.root, coursedir.source_directory))
+            db = coursedir.db_url
+            if db.startswith("sqlite:///"):
+                paths.append(db[len("sqlite:///"):])
+        try:
+            from ..course import course_root
+
+            root = course_root()
+            paths += [str(root / "solutions"), str(root / "gradebook.db")]
+        except Exception:  # noqa: BLE001  (no course folder here: nothing more to guard)
+            pass
+        return paths

@@ -1,0 +1,105 @@
+"""The labs' checks: one function per part, each called from a graded cell in one line.
+
+``from streamlab.labs.lab02 import *`` gives a lab notebook its kernels, sizes and checks;
+``check_part1(produce_then_consume)`` checks part 1 with fresh inputs and prints
+``Part 1: passed``, or fails with one message that says what is wrong and how to fix it.
+
+The checks judge *order*, not luck: they record what the learner's function issued
+(:func:`streamlab.record_ops`), apply CUDA's ordering rules to it (:mod:`streamlab.order`),
+and fail on a missing wait exactly as a GPU would, on the simulator too. Host buffers a
+function is given are watched (:mod:`streamlab.watched`), so that reading a result before
+the copy that fills it has landed is a race like any other.
+
+A part whose function still raises ``NotImplementedError`` prints ``not done yet``
+instead of failing, so that *Run All* reaches every part; it scores nothing when graded
+(:mod:`streamlab.grading` runs every check with ``STREAMLAB_GRADING=1``, where it fails).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+
+from ..check import CheckFailed, fail
+from ..ops import OpLog
+from ..order import Order, analyze, checked_here
+
+GRADING = os.environ.get("STREAMLAB_GRADING", "") == "1"
+
+
+class NotDoneYet(CheckFailed):
+    """The learner's function still raises NotImplementedError."""
+
+
+@contextlib.contextmanager
+def part(number: int, *functions):
+    """Run a part's check: ``Part N: passed``, ``Part N: not done yet``, or CheckFailed."""
+    for fn in functions:
+        if not callable(fn):
+            fail(f"Part {number}: pass your function itself, e.g. check_part{number}(my_function), "
+                 f"not {type(fn).__name__} {fn!r}")
+    try:
+        with checked_here():  # the check judges the races itself
+            yield
+    except NotImplementedError as exc:
+        text = (f"Part {number}: not done yet: write your code in the cell above, in place "
+                f"of the `raise NotImplementedError` line")
+        if GRADING:
+            raise NotDoneYet(text) from exc
+        print(text)
+        return
+    except CheckFailed as exc:
+        if not str(exc).startswith(f"Part {number}"):
+            exc.args = (f"Part {number}: {exc}",) + exc.args[1:]
+        raise
+    print(f"Part {number}: passed")
+
+
+def learner_races(order: Order):
+    """The races in which at least one operation is the learner's (not the check's)."""
+    return [r for r in order.races if not (r.first.internal and r.second.internal)]
+
+
+def no_races(ops: OpLog, order: Order | None = None, names=None,
+             parts_of_one_array: bool = False) -> Order:
+    """Fail on the first race that involves the learner's operations; return the order.
+
+    ``parts_of_one_array``: the lab gives launches of one kernel different parts of one
+    array (a start and a size). The simulator sees which elements each touched; a GPU's
+    record knows only the whole argument, so there such pairs are left to the check's
+    own comparison of the results."""
+    from ..order import stream_names
+
+    order = order or analyze(ops)
+    races = learner_races(order)
+    if parts_of_one_array:
+        races = [r for r in races if not (r.first.kind == r.second.kind == "launch"
+                                          and r.first.name == r.second.name)]
+    if races:
+        more = f" ({len(races) - 1} more like it)" if len(races) > 1 else ""
+        fail(races[0].message(stream_names(names)) + more)
+    return order
+
+
+def _show_check_failure(shell, etype, value, tb, tb_offset=None):
+    """In IPython, a failed check shows its message alone, not a traceback through
+    streamlab: the message says what is wrong and how to fix it."""
+    stb = [f"{etype.__name__}: {value}"]
+    shell._showtraceback(etype, value, stb)  # the error output, as a notebook shows it
+    return stb
+
+
+def install_ipython_display() -> None:
+    """Show CheckFailed and RaceError in IPython as their message alone (called by
+    ``import streamlab``)."""
+    import sys
+
+    if "IPython" not in sys.modules:
+        return
+    from IPython import get_ipython
+
+    from ..order import RaceError
+
+    shell = get_ipython()
+    if shell is not None and hasattr(shell, "set_custom_exc"):
+        shell.set_custom_exc((CheckFailed, RaceError), _show_check_failure)

@@ -1,0 +1,198 @@
+"""Lab 01 · Eight kernels at once: its kernels, sizes and checks.
+
+``from streamlab.labs.lab01 import *`` in the lab's setup cell; each graded cell calls
+one check. See :mod:`streamlab.labs` for what every check shares.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+from numba import cuda
+
+import streamlab
+
+from .. import check
+from ..ops import internal, record_ops
+from ..order import analyze
+from . import no_races, part
+
+__all__ = ["warm_up", "N", "REPS", "work", "dummy_kernel", "reference", "fresh_inputs",
+           "check_part1", "check_part2", "check_part3"]
+
+# On the simulator, more elements than one block of 64 threads has: every thread loops.
+N = streamlab.pick(gpu=1 << 20, sim=3 * 64 + 5)   # elements per stream
+REPS = streamlab.pick(gpu=48, sim=1)               # work per element
+
+
+@cuda.jit
+def work(out, inp, reps):
+    """One block of 64 threads is plenty of room for eight of these at once."""
+    tid = cuda.threadIdx.x + cuda.blockIdx.x * cuda.blockDim.x
+    for i in range(tid, out.size, cuda.blockDim.x * cuda.gridDim.x):
+        v = inp[i]
+        acc = np.float32(0.0)
+        for k in range(reps):
+            acc = acc * np.float32(0.5) + math.sin(v + np.float32(k))
+        out[i] = acc
+
+
+@cuda.jit
+def dummy_kernel(x):
+    """The post's dummy kernel: it does nothing, quickly."""
+    pass
+
+
+def reference(x, reps=REPS):
+    acc = np.zeros_like(x)
+    for k in range(reps):
+        acc = acc * np.float32(0.5) + np.sin(x + np.float32(k))
+    return acc
+
+
+def fresh_inputs(count, seed=None):
+    """``count`` random device arrays (landed: synchronized) and the results ``work``
+    must produce from them."""
+    rng = np.random.default_rng(seed)
+    host = [rng.random(N, dtype=np.float32) * 10 for _ in range(count)]
+    s = cuda.stream()
+    inputs = [cuda.to_device(h, stream=s) for h in host]
+    s.synchronize()
+    return inputs, [reference(h) for h in host]
+
+
+def _concurrent(order, launches, what):
+    """Fail unless no two of ``launches`` are ordered: then a GPU may run them all at once."""
+    for i, a in enumerate(launches):
+        for j in range(i + 1, len(launches)):
+            b = launches[j]
+            if order.ordered(a, b):
+                culprit = next((op for op in order_culprits(order, a, b)), None)
+                why = f": {culprit}" if culprit else ""
+                check.fail(f"{what} {j} must wait for {what} {i}, so they cannot run at "
+                           f"once{why}")
+
+
+def order_culprits(order, a, b):
+    """Plain words for what makes ``b`` wait for ``a``, for the message."""
+    if a.stream.key() == b.stream.key():
+        yield "they are in the same stream"
+        return
+    for op in order.fed:
+        if order.ordered(a, op) and order.ordered(op, b) and op is not a and op is not b:
+            if op.kind == "launch" and op.stream.is_legacy_default:
+                yield (f"{op.describe()} is on the legacy default stream, which waits for "
+                       f"every blocking stream and makes them wait for it. Put it on "
+                       f"cuda.per_thread_default_stream() or a stream of its own")
+                return
+            if op.kind == "sync" or (op.kind == "copy" and op.blocking):
+                yield (f"the host waited ({op.describe()}) before issuing the next launch: "
+                       f"issue everything, then let the caller wait")
+                return
+            if op.kind == "wait":
+                yield f"{op.describe()} makes one stream wait for the other"
+                return
+
+
+def _launch_and_time(fn, args, streams):
+    with check.time_per_stream(streams) as timing, record_ops() as ops:
+        fn(*args)
+    return ops, timing[0]
+
+
+def _results(outputs, expected):
+    cuda.synchronize()
+    for i, (out, exp) in enumerate(zip(outputs, expected)):
+        check.equal(out.copy_to_host(), exp, f"output {i}", rtol=1e-4, atol=1e-5)
+
+
+def warm_up() -> None:
+    """Compile this lab's kernels once (before any timing), and quiet numba's warning
+    about small grids: the labs use them on purpose."""
+    import warnings
+
+    from numba.cuda.core.errors import NumbaPerformanceWarning
+
+    warnings.simplefilter("ignore", NumbaPerformanceWarning)
+    work[1, 64](cuda.device_array(N, np.float32), cuda.device_array(N, np.float32), 1)
+    dummy_kernel[1, 1](cuda.device_array(1, np.float32))
+    streamlab.spin[1, 1](1)
+    cuda.synchronize()
+
+
+def check_part1(launch_on_streams, *, count=8, nonblocking=False, seed=None):
+    """One ``work`` launch per stream, none waiting for another, the host not waiting."""
+    with part(1, launch_on_streams):
+        streams = [streamlab.stream(nonblocking=True) if nonblocking else cuda.stream()
+                   for _ in range(count)]
+        inputs, expected = fresh_inputs(count, seed)
+        outputs = [cuda.device_array(N, np.float32) for _ in range(count)]
+        ops, trace = _launch_and_time(launch_on_streams, (inputs, outputs, streams), streams)
+        check.no_host_sync(ops, " inside launch_on_streams")
+        check.one_launch_per_stream(ops, "work", streams)
+        order = analyze(ops)
+        _concurrent(order, ops.launches("work"), "kernel")
+        no_races(ops, order)
+        _results(outputs, expected)
+        print(check.concurrency_at_least(trace, 0.65 * count,
+                                         f"{count} kernels on {count} streams"))
+
+
+def check_part2(launch_with_dummies, *, count=8, seed=None):
+    """As part 1, with a dummy kernel after each worker, and the workers still free to
+    run at once."""
+    with part(2, launch_with_dummies):
+        streams = [cuda.stream() for _ in range(count)]
+        inputs, expected = fresh_inputs(count, seed)
+        outputs = [cuda.device_array(N, np.float32) for _ in range(count)]
+        dummy = cuda.device_array(1, np.float32)
+        ops, trace = _launch_and_time(launch_with_dummies,
+                                      (inputs, outputs, streams, dummy), streams)
+        check.no_host_sync(ops, " inside launch_with_dummies")
+        check.one_launch_per_stream(ops, "work", streams)
+        dummies = ops.launches("dummy_kernel")
+        if len(dummies) != count:
+            check.fail(f"{len(dummies)} dummy_kernel launches for {count} worker launches: "
+                       f"launch one dummy after each worker")
+        order = analyze(ops)
+        _concurrent(order, ops.launches("work"), "worker kernel")
+        no_races(ops, order)
+        _results(outputs, expected)
+        print(check.concurrency_at_least(trace, 0.65 * count,
+                                         f"{count} kernels with dummies between them"))
+
+
+def check_part3(wait_for, *, short_ms=5, long_ms=60):
+    """``wait_for(stream)`` returns once that stream's work is done, and does not wait
+    for another stream's."""
+    with part(3, wait_for):
+        mine, other = cuda.stream(), cuda.stream()
+        with record_ops() as ops:
+            with internal():
+                streamlab.spin[1, 1, other](streamlab.ms_to_ns(long_ms))
+                streamlab.spin[1, 1, mine](streamlab.ms_to_ns(short_ms))
+            t0 = time.perf_counter()
+            wait_for(mine)
+            waited_ms = (time.perf_counter() - t0) * 1000
+        order = analyze(ops)
+        spin_other, spin_mine = [op for op in ops if op.kind == "launch"][:2]
+        if not order.host_after(spin_mine):
+            check.fail("wait_for returned without waiting for the stream's work: "
+                       "stream.synchronize() waits for it (so does an event recorded in the "
+                       "stream, then event.synchronize())")
+        if order.host_after(spin_other):
+            check.fail("wait_for also waited for another stream's work: wait for the "
+                       "stream you are given alone (stream.synchronize(), not "
+                       "cuda.synchronize())")
+        if not streamlab.on_simulator() and waited_ms > (short_ms + long_ms) / 2:
+            check.fail(f"wait_for waited {waited_ms:.0f} ms: as long as the other stream's "
+                       f"{long_ms} ms of work, not just this stream's {short_ms} ms")
+        cuda.synchronize()
+        if streamlab.on_simulator():
+            print("timing not checked on the simulator (it runs everything in order)")
+        else:
+            print(f"wait_for waited {waited_ms:.1f} ms for its stream's {short_ms} ms of "
+                  f"work (the other stream had {long_ms} ms; the check allows "
+                  f"{(short_ms + long_ms) / 2:.1f} ms)")

@@ -1,0 +1,173 @@
+"""Lab 03 · A rendezvous stream: its kernels, sizes and checks.
+
+``from streamlab.labs.lab03 import *`` in the lab's setup cell; each graded cell calls
+one check. See :mod:`streamlab.labs` for what every check shares.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+from numba import cuda
+
+import streamlab
+
+from .. import check
+from ..ops import StreamRef, internal, record_ops
+from ..order import analyze
+from . import no_races, part
+
+__all__ = ["warm_up", "BUFFER", "THREADS", "BUSY_NS", "producer_kernel", "consumer_kernel", "blocks",
+           "check_part1", "check_part2"]
+
+THREADS = 128
+# Divisible by every m and n the checks use; on the simulator each part is still more
+# than one block's worth, so a launch of one block cannot cover it.
+BUFFER = streamlab.pick(gpu=15 << 20, sim=1920)
+BUSY_NS = streamlab.ms_to_ns(streamlab.pick(gpu=10, sim=1))
+
+
+@cuda.jit
+def producer_kernel(buffer, start, size):
+    idx = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    if idx < size:
+        buffer[start + idx] += 1
+
+
+@cuda.jit
+def consumer_kernel(buffer, start, size):
+    idx = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    if idx < size:
+        buffer[start + idx] *= 10
+
+
+def blocks(size):
+    return (size + THREADS - 1) // THREADS
+
+
+def _checkers_barrier(producer_events, rendezvous_stream):
+    """The checks' own barrier, for part 2: the rendezvous stream waits on every producer
+    event, then records the barrier."""
+    for ev in producer_events:
+        ev.wait(rendezvous_stream)
+    barrier = cuda.event()
+    barrier.record(rendezvous_stream)
+    return barrier
+
+
+def _checkers_consumer(stream, barrier, buffer, start, size):
+    """The checks' own consumer, for part 1."""
+    barrier.wait(stream)
+    consumer_kernel[blocks(size), THREADS, stream](buffer, start, size)
+
+
+def _run_program(m, n, make_barrier, launch_consumer, learner):
+    """The post's program: m producers (busy first), a barrier, n consumers, in
+    non-blocking streams (so that nothing but the events orders them). ``learner`` names
+    the function under test; the rest is the check's own (recorded as internal)."""
+    if BUFFER % m or BUFFER % n:
+        raise ValueError(f"BUFFER = {BUFFER} does not split into {m} and {n} equal parts")
+    producers = [streamlab.stream(nonblocking=True) for _ in range(m)]
+    consumers = [streamlab.stream(nonblocking=True) for _ in range(n)]
+    rendezvous = streamlab.stream(nonblocking=True)
+    s = cuda.stream()
+    buffer = cuda.to_device(np.zeros(BUFFER, np.int32), stream=s)
+    s.synchronize()
+    mine = contextlib.nullcontext if learner == "make_barrier" else internal
+    with record_ops() as ops:
+        events = []
+        with internal():
+            part = BUFFER // m
+            for i, st in enumerate(producers):
+                streamlab.spin[1, 1, st](BUSY_NS)          # the producer is busy first
+                producer_kernel[blocks(part), THREADS, st](buffer, i * part, part)
+                ev = cuda.event()
+                ev.record(st)
+                events.append(ev)
+        with mine():
+            barrier = make_barrier(events, rendezvous)
+        theirs = contextlib.nullcontext if learner == "launch_consumer" else internal
+        part = BUFFER // n
+        for i, st in enumerate(consumers):
+            with theirs():
+                launch_consumer(st, barrier, buffer, i * part, part)
+    return ops, producers, consumers, rendezvous, barrier, buffer
+
+
+def _consumers_after_producers(ops, producers, what):
+    """Fail unless every consumer launch is ordered after every producer launch."""
+    order = analyze(ops)
+    prods = [op for op in ops if op.kind == "launch" and op.name == "producer_kernel"]
+    cons = [op for op in ops if op.kind == "launch" and op.name == "consumer_kernel"]
+    for i, c in enumerate(cons):
+        for j, p in enumerate(prods):
+            if not order.ordered(p, c):
+                check.fail(what(i, j))
+    return order
+
+
+def warm_up() -> None:
+    """Compile this lab's kernels once (before any timing), and quiet numba's warning
+    about small grids: the labs use them on purpose."""
+    import warnings
+
+    from numba.cuda.core.errors import NumbaPerformanceWarning
+
+    warnings.simplefilter("ignore", NumbaPerformanceWarning)
+    d = cuda.device_array(1, np.int32)
+    producer_kernel[1, 1](d, 0, 1)
+    consumer_kernel[1, 1](d, 0, 1)
+    streamlab.spin[1, 1](1)
+    cuda.synchronize()
+
+
+def check_part1(make_barrier, *, m=4, n=2):
+    """make_barrier returns one event that happens once every producer event has."""
+    with part(1, make_barrier):
+        ops, producers, consumers, rendezvous, barrier, buffer = _run_program(
+            m, n, make_barrier, _checkers_consumer, "make_barrier")
+        check.no_host_sync(ops, " in make_barrier")
+        if not isinstance(barrier, type(cuda.event())):
+            check.fail(f"make_barrier returned {barrier!r}: return the event you recorded")
+        key = StreamRef.of(rendezvous).key()
+        records = [op for op in ops.user() if op.kind == "record" and op.event is barrier]
+        if not records or records[-1].stream.key() != key:
+            check.fail("the event returned was never recorded in the rendezvous stream: "
+                       "record it there, after the waits")
+        waits = [op for op in ops.user() if op.kind == "wait"]
+        late = any(w.index > records[-1].index for w in waits)
+
+        def message(i, j):
+            hint = (" The barrier was recorded before some of the waits: wait first, then "
+                    "record" if late else "")
+            return (f"consumer {i} may start before producer {j} ends: the rendezvous stream "
+                    f"never waits for producer {j}'s event before the barrier is recorded."
+                    f"{hint}")
+
+        order = _consumers_after_producers(ops, producers, message)
+        if len(waits) != m:
+            check.fail(f"{len(waits)} waits in make_barrier for m = {m} producers: wait once "
+                       f"for each producer event")
+        no_races(ops, order, parts_of_one_array=True)
+        cuda.synchronize()
+        check.equal(buffer.copy_to_host(), np.full(BUFFER, 10),
+                    "the buffer (every element (0 + 1) x 10)")
+
+
+def check_part2(launch_consumer, *, m=4, n=2):
+    """launch_consumer runs the consumer in its stream once the barrier has happened."""
+    with part(2, launch_consumer):
+        ops, producers, consumers, rendezvous, barrier, buffer = _run_program(
+            m, n, _checkers_barrier, launch_consumer, "launch_consumer")
+        check.no_host_sync(ops, " in launch_consumer")
+        check.one_launch_per_stream(ops, "consumer_kernel", consumers)
+        order = _consumers_after_producers(
+            ops, producers,
+            lambda i, j: (f"consumer {i} may start before producer {j} ends: its stream never "
+                          f"waits on the barrier before the kernel. barrier.wait(stream), "
+                          f"then launch"))
+        no_races(ops, order, parts_of_one_array=True)
+        cuda.synchronize()
+        check.equal(buffer.copy_to_host(), np.full(BUFFER, 10),
+                    "the buffer (every element (0 + 1) x 10)")

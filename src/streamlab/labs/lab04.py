@@ -1,0 +1,182 @@
+"""Lab 04 · A pipelined copy and compute, with pinned memory: its kernel, slots and checks.
+
+``from streamlab.labs.lab04 import *`` in the lab's setup cell; each graded cell calls
+one check. See :mod:`streamlab.labs` for what every check shares.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from numba import cuda
+
+import streamlab
+
+from .. import check
+from ..ops import record_ops
+from ..spin import globaltimer
+from ..watched import watch
+from . import no_races, part
+
+__all__ = ["warm_up", "CHUNK", "THREADS", "BLOCKS", "transform", "Slot", "make_slots", "fresh_chunks",
+           "check_part1", "check_part2"]
+
+THREADS = 256
+# On the simulator, more than one block's worth: a launch of one block cannot cover it.
+CHUNK = streamlab.pick(gpu=1 << 22, sim=3 * THREADS + 9)   # floats per chunk
+BLOCKS = (CHUNK + THREADS - 1) // THREADS
+KERNEL_NS = streamlab.ms_to_ns(streamlab.pick(gpu=4, sim=0))
+
+
+@cuda.jit
+def transform(out, inp):
+    """out = 2 inp + 1. It stands in for real work: on a GPU one thread also waits on the
+    GPU's clock, so that the kernel takes about 4 ms, like the copies and the host's work."""
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = 2 * inp[i] + 1
+    if i == 0 and KERNEL_NS > 0:
+        start = globaltimer()
+        while globaltimer() - start < KERNEL_NS:
+            pass
+
+
+class Slot:
+    """A pinned input and output buffer, their device buffers, a stream and an event.
+
+    The host buffers are watched (:mod:`streamlab.watched`): the checks see when the host
+    writes ``h_in`` and reads ``h_out``, and whether it had waited for the copies first."""
+
+    def __init__(self, number: int = 0):
+        self.h_in = watch(cuda.pinned_array(CHUNK, np.float32), f"slot {number}'s h_in")
+        self.h_out = watch(cuda.pinned_array(CHUNK, np.float32), f"slot {number}'s h_out")
+        self.d_in = cuda.device_array(CHUNK, np.float32)
+        self.d_out = cuda.device_array(CHUNK, np.float32)
+        self.stream = cuda.stream()
+        self.done = cuda.event()
+
+
+def make_slots(k):
+    """k slots. Pinned memory takes milliseconds to allocate: make them once, reuse them."""
+    return [Slot(i) for i in range(k)]
+
+
+def fresh_chunks(count, seed=None):
+    """``count`` pageable host chunks, as data arrives, and the expected results."""
+    rng = np.random.default_rng(seed)
+    chunks = [rng.random(CHUNK, dtype=np.float32) for _ in range(count)]
+    return chunks, [2 * c + 1 for c in chunks]
+
+
+def warm_up() -> None:
+    """Compile this lab's kernels once (before any timing), and quiet numba's warning
+    about small grids: the labs use them on purpose."""
+    import warnings
+
+    from numba.cuda.core.errors import NumbaPerformanceWarning
+
+    warnings.simplefilter("ignore", NumbaPerformanceWarning)
+    transform[BLOCKS, THREADS](cuda.device_array(CHUNK, np.float32),
+                               cuda.device_array(CHUNK, np.float32))
+    cuda.synchronize()
+
+
+def check_part1(copy_compute_copy, *, seed=None):
+    """Copy in, transform, copy out: three operations in the given stream, not waited for."""
+    with part(1, copy_compute_copy):
+        (chunk,), (expected,) = fresh_chunks(1, seed)
+        h_in = watch(cuda.pinned_array(CHUNK, np.float32), "h_in")
+        h_out = watch(cuda.pinned_array(CHUNK, np.float32), "h_out")
+        np.copyto(h_in, chunk)
+        d_in, d_out = cuda.device_array(CHUNK, np.float32), cuda.device_array(CHUNK, np.float32)
+        s = streamlab.stream(nonblocking=True)
+        with record_ops() as ops:
+            copy_compute_copy(h_in, h_out, d_in, d_out, s)
+        check.no_host_sync(ops, " inside copy_compute_copy")
+        steps = [(op.kind, op.name) for op in ops.on_stream(s)]
+        if steps != [("copy", "h2d"), ("launch", "transform"), ("copy", "d2h")]:
+            others = [op.describe() for op in ops.user()
+                      if op not in ops.on_stream(s) and op.kind != "host"]
+            check.fail(f"in the stream you were given: {steps}; expected copy in, transform, "
+                       f"copy out, in that order" +
+                       (f". Issued elsewhere: {others}" if others else ""))
+        no_races(ops)
+        s.synchronize()
+        check.equal(h_out, expected, "h_out")
+
+
+def serial(chunks, slot, copy_compute_copy):
+    """The one-stream version, for the timing comparison."""
+    out = []
+    for chunk in chunks:
+        np.copyto(slot.h_in, chunk)
+        copy_compute_copy(slot.h_in, slot.h_out, slot.d_in, slot.d_out, slot.stream)
+        slot.stream.synchronize()
+        out.append(slot.h_out.copy())
+    return out
+
+
+def _waited_for(ops, sync):
+    """The stream a host synchronize waited for (None: the whole device)."""
+    if sync.name == "stream":
+        return sync.stream.key()
+    record = ops.recorded_before(sync) if sync.name == "event" else None
+    return record.stream.key() if record is not None else None
+
+
+def check_part2(pipeline, copy_compute_copy, *, count=8, k=3, seed=None):
+    """Every chunk through the slots in rotation, each slot waited for only when reused."""
+    with part(2, pipeline, copy_compute_copy):
+        chunks, expected = fresh_chunks(count, seed)
+        slots = make_slots(k)
+        with record_ops() as ops:
+            results = pipeline(chunks, slots)
+        if not isinstance(results, list) or len(results) != count:
+            check.fail(f"pipeline returned {type(results).__name__} of length "
+                       f"{len(results) if hasattr(results, '__len__') else '?'}; expected a "
+                       f"list of {count} arrays, in chunk order")
+        pageable = [op for op in ops.copies() if op.name in ("h2d", "d2h") and not op.pinned]
+        if pageable:
+            check.fail(f"{len(pageable)} of {len(ops.copies())} copies used pageable host "
+                       f"memory: copy through the slots' pinned buffers")
+        if any(op.name == "device" for op in ops.syncs()):
+            check.fail("you called cuda.synchronize(), which waits for every slot at once: "
+                       "wait for the one slot you are about to reuse")
+        streams = {op.stream.key() for op in ops.launches("transform")}
+        if len(streams) < min(k, count):
+            check.fail(f"the kernels went to {len(streams)} stream(s); use {min(k, count)}, "
+                       f"chunk i in slot i % k and its stream")
+        if any(op.stream.is_legacy_default for op in ops.launches("transform")):
+            check.fail("a kernel went to the legacy default stream: use the slots' streams")
+        copies_in = ops.copies("h2d")
+        if len(copies_in) != count:
+            check.fail(f"{len(copies_in)} copies to the GPU for {count} chunks: one per chunk")
+        no_races(ops)  # a slot's buffers touched by the host before its copies were done
+        for sync in ops.syncs():  # a wait must be for the slot the next chunk reuses
+            after = [op for op in copies_in if op.index > sync.index]
+            if after and _waited_for(ops, sync) != after[0].stream.key():
+                chunk = copies_in.index(after[0])
+                check.fail(f"before issuing chunk {chunk} you waited for a slot other than "
+                           f"its own (slot {chunk % k}): the GPU then sits idle while the "
+                           f"host waits. Wait for a slot only when you are about to reuse it")
+        for i, (got, exp) in enumerate(zip(results, expected)):
+            check.equal(got, exp, f"result {i}")
+        if streamlab.on_simulator():
+            print("timing not checked on the simulator (it runs everything in order)")
+            return
+        best = {"serial": [], "pipeline": []}
+        one = make_slots(1)[0]
+        for _ in range(3):
+            for name, run in (("serial", lambda: serial(chunks, one, copy_compute_copy)),
+                              ("pipeline", lambda: pipeline(chunks, slots))):
+                t0 = time.perf_counter()
+                run()
+                best[name].append((time.perf_counter() - t0) * 1000)
+        piped, one_stream = min(best["pipeline"]), min(best["serial"])
+        if piped > 0.9 * one_stream:
+            check.fail(f"your pipeline took {piped:.1f} ms against {one_stream:.1f} ms for one "
+                       f"stream: the chunks are not overlapping. Is something waiting for "
+                       f"more than the slot it needs?")
+        print(f"{count} chunks, {k} slots: pipeline {piped:.1f} ms, one stream "
+              f"{one_stream:.1f} ms ({piped / one_stream:.0%}; the check needs 90% or less)")

@@ -1,0 +1,155 @@
+"""Lab 05 · Host functions and asyncio: its sizes and checks.
+
+``from streamlab.labs.lab05 import *`` in the lab's setup cell; each graded cell calls
+one check. See :mod:`streamlab.labs` for what every check shares.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import numpy as np
+from numba import cuda
+
+import streamlab
+
+from .. import check
+from ..ops import internal, record_ops
+from ..order import analyze
+from ..watched import watch
+from . import no_races, part
+
+__all__ = ["warm_up", "CHUNK", "BUSY_NS", "fresh_device_chunks", "check_part1", "check_part2"]
+
+CHUNK = streamlab.pick(gpu=1 << 20, sim=1 << 8)
+BUSY_NS = streamlab.ms_to_ns(streamlab.pick(gpu=20, sim=1))
+
+
+def fresh_device_chunks(count, seed=None):
+    """``count`` random device chunks (landed) and the checksum of each."""
+    rng = np.random.default_rng(seed)
+    host = [rng.random(CHUNK, dtype=np.float32) for _ in range(count)]
+    s = cuda.stream()
+    chunks = [cuda.to_device(h, stream=s) for h in host]
+    s.synchronize()
+    return chunks, [float(h.sum(dtype=np.float64)) for h in host]
+
+
+def warm_up() -> None:
+    """Compile this lab's kernels once (before any timing), and quiet numba's warning
+    about small grids: the labs use them on purpose."""
+    import warnings
+
+    from numba.cuda.core.errors import NumbaPerformanceWarning
+
+    warnings.simplefilter("ignore", NumbaPerformanceWarning)
+    streamlab.spin[1, 1](1)
+    cuda.synchronize()
+
+
+def check_part1(post_process_in_order, *, count=6, seed=None):
+    """Copy each chunk out in the stream, and have the stream post-process it, in order."""
+    with part(1, post_process_in_order):
+        d_chunks, sums = fresh_device_chunks(count, seed)
+        h_outs = [watch(cuda.pinned_array(CHUNK, np.float32), f"h_outs[{i}]")
+                  for i in range(count)]
+        s = cuda.stream()
+        results = []
+        with record_ops() as ops:
+            with internal():
+                streamlab.spin[1, 1, s](BUSY_NS)  # the stream is busy first
+            post_process_in_order(d_chunks, h_outs, s, results)
+            with internal():
+                s.synchronize()
+            deadline = time.perf_counter() + 10
+            while len(results) < count and time.perf_counter() < deadline:
+                time.sleep(0.001)
+        check.no_host_sync(ops, " inside post_process_in_order")
+        mine = streamlab.StreamRef.of(s)
+        copies, posts = ops.copies("d2h"), ops.host_functions()
+        if len(copies) != count or any(op.stream != mine for op in copies):
+            check.fail(f"{sum(op.stream == mine for op in copies)} of the {count} copies "
+                       f"went into the stream you were given: pass stream=stream to "
+                       f"copy_to_host")
+        if len(posts) != count or any(op.stream != mine for op in posts):
+            check.fail(f"{sum(op.stream == mine for op in posts)} host functions in the "
+                       f"stream for {count} chunks: one streamlab.launch_host_func(stream, "
+                       f"...) per chunk")
+        for i, (c, p) in enumerate(zip(copies, posts)):
+            if p.index < c.index:
+                check.fail(f"chunk {i}'s host function was put into the stream before its "
+                           f"copy: it would read the buffer before the data lands")
+        no_races(ops)  # a host function reading a buffer its copy has not filled
+        check.equal([i for i, _ in results], list(range(count)),
+                    "the chunk numbers in results, in order")
+        check.equal([v for _, v in results], sums, "the checksums in results")
+
+
+def check_part2(checksum_when_done, *, seed=None, limit_s=30):
+    """A coroutine that awaits the stream's work without blocking the loop."""
+    with part(2, checksum_when_done):
+        (d_chunk,), (expected,) = fresh_device_chunks(1, seed)
+        h_out = watch(cuda.pinned_array(CHUNK, np.float32), "h_out")
+        with internal():
+            np.copyto(h_out, 0)
+        s = cuda.stream()
+
+        async def main():
+            with record_ops() as ops:
+                with internal():
+                    streamlab.spin[1, 1, s](BUSY_NS)
+                    d_chunk.copy_to_host(h_out, stream=s)
+                ticks = 0
+
+                async def ticker():
+                    nonlocal ticks
+                    while True:
+                        await asyncio.sleep(0.001)
+                        ticks += 1
+
+                t = asyncio.ensure_future(ticker())
+                value = await asyncio.wait_for(checksum_when_done(s, h_out), limit_s)
+                t.cancel()
+            return value, ticks, ops
+
+        # In a thread with its own event loop: a coroutine that never awaits would
+        # otherwise block the notebook itself; here it only fails the check.
+        outcome = {}
+
+        def runner():
+            try:
+                outcome["value"] = asyncio.run(main())
+            except BaseException as exc:  # noqa: BLE001  (reported below)
+                outcome["error"] = exc
+
+        thread = threading.Thread(target=runner, daemon=True, name="lab05-check")
+        thread.start()
+        thread.join(limit_s)
+        if thread.is_alive():
+            check.fail(f"checksum_when_done had not returned after {limit_s} s: it must "
+                       f"await streamlab.stream_done(stream) (which lets the loop run), then "
+                       f"return")
+        if "error" in outcome:
+            if isinstance(outcome["error"], asyncio.TimeoutError):
+                check.fail(f"checksum_when_done did not finish within {limit_s} s")
+            raise outcome["error"]
+        value, ticks, ops = outcome["value"]
+        if ops.syncs():
+            check.fail("the coroutine blocked the event loop with a synchronize(): await "
+                       "streamlab.stream_done(stream) instead")
+        order = analyze(ops)
+        if not [op for op in ops.user() if op.kind == "host"]:
+            check.fail("the coroutine never read h_out: return its checksum, "
+                       "float(h_out.sum(dtype=np.float64))")
+        no_races(ops, order)  # reading h_out before awaiting the stream's work
+        check.equal(value, expected, "the checksum returned")
+        if streamlab.on_simulator():
+            print("the other task's turns are not checked on the simulator")
+            return
+        if ticks < 5:
+            check.fail(f"another task ran only {ticks} times while you waited: the event "
+                       f"loop was blocked")
+        print(f"another task ran {ticks} times while the coroutine awaited "
+              f"{BUSY_NS / 1e6:.0f} ms of GPU work (the check needs 5)")
