@@ -5,7 +5,24 @@
     nbgrader generate_feedback lab01__eight_streams             # feedback/ for learners
 
 Run from the repository root. See the README's "Labs" section.
+
+Grading does not execute the learner's notebook in a kernel: each graded cell is judged
+in a fresh process of its own (streamlab.grading), guarded against learner code that
+replaces the checks, refused the solutions and the gradebook, and stopped at a time
+limit. nbgrader's own Execute is replaced by it below; the rest of nbgrader's autograde
+pipeline is its default.
 """
+
+from nbconvert.preprocessors import ClearMetadataPreprocessor
+from nbgrader.preprocessors import (
+    AssignLatePenalties,
+    CheckCellMetadata,
+    IgnorePattern,
+    LimitOutput,
+    SaveAutoGrades,
+)
+
+from streamlab.grading.preprocessor import GradeInFreshProcesses
 
 c = get_config()  # noqa: F821  (nbgrader provides get_config)
 
@@ -15,6 +32,21 @@ c.CourseDirectory.release_directory = "labs"
 c.CourseDirectory.submitted_directory = "submitted"
 c.CourseDirectory.autograded_directory = "autograded"
 c.CourseDirectory.feedback_directory = "feedback"
-# Learner code that hangs must not hang the grader: each cell gets at most 5 minutes.
-c.ExecutePreprocessor.timeout = 300
-c.Execute.timeout = 300
+
+# nbgrader's default autograde pipeline, with Execute replaced (tests/test_labs.py keeps
+# this list in step with nbgrader's own).
+c.Autograde.autograde_preprocessors = [
+    GradeInFreshProcesses,
+    IgnorePattern,
+    ClearMetadataPreprocessor,
+    LimitOutput,
+    SaveAutoGrades,
+    AssignLatePenalties,
+    CheckCellMetadata,
+]
+# A graded part that hangs must not hang the grader: each gets at most 5 minutes.
+c.GradeInFreshProcesses.timeout = 300
+# The learner's copy: a stub that says what to do, in every solution cell.
+c.ClearSolutions.code_stub = {
+    "python": "# YOUR CODE HERE\nraise NotImplementedError(\"write this part, then run the check below\")",
+}

@@ -42,7 +42,7 @@ def launch_with_dummies(inputs, outputs, streams, dummy):
     for inp, out, s in zip(inputs, outputs, streams):
         work[1, 64, s](out, inp, REPS)
         dummy_kernel[1, 1](dummy)
-''', "check_part2", "a dummy kernel went to the legacy default stream"),
+''', "check_part2", "legacy default stream, which waits for every blocking stream"),
 
     "dummies left out": ("launch_with_dummies", '''
 def launch_with_dummies(inputs, outputs, streams, dummy):
@@ -53,10 +53,99 @@ def launch_with_dummies(inputs, outputs, streams, dummy):
     "waits for the whole device": ("wait_for", '''
 def wait_for(stream):
     cuda.synchronize()
-''', "check_part3", "waits for the whole device"),
+''', "check_part3", "also waited for another stream"),
 
     "does not wait at all": ("wait_for", '''
 def wait_for(stream):
     pass
-''', "check_part3", "you did not wait for stream"),
+''', "check_part3", "without waiting for the stream's work"),
+
+    "kernels chained by events": ("launch_on_streams", '''
+def launch_on_streams(inputs, outputs, streams):
+    previous = None
+    for inp, out, s in zip(inputs, outputs, streams):
+        if previous is not None:
+            previous.wait(s)
+        work[1, 64, s](out, inp, REPS)
+        previous = cuda.event()
+        previous.record(s)
+''', "check_part1", "cannot run at once"),
+
+    "an aliased synchronize in the loop": ("launch_on_streams", '''
+from numba.cuda import synchronize
+
+def launch_on_streams(inputs, outputs, streams):
+    for inp, out, s in zip(inputs, outputs, streams):
+        work[1, 64, s](out, inp, REPS)
+        synchronize()
+''', "check_part1", "you synchronized the host"),
+
+    "a debug copy_to_host in the loop": ("launch_on_streams", '''
+def launch_on_streams(inputs, outputs, streams):
+    for inp, out, s in zip(inputs, outputs, streams):
+        work[1, 64, s](out, inp, REPS)
+        print("first value:", out.copy_to_host()[0])
+''', "check_part1", "the host waited"),
+
+    "dummies on cuda.default_stream()": ("launch_with_dummies", '''
+def launch_with_dummies(inputs, outputs, streams, dummy):
+    for inp, out, s in zip(inputs, outputs, streams):
+        work[1, 64, s](out, inp, REPS)
+        dummy_kernel[1, 1, cuda.default_stream()](dummy)
+''', "check_part2", "legacy default stream"),
+
+    "waits in a thread that returns at once": ("wait_for", '''
+import threading
+
+def wait_for(stream):
+    threading.Thread(target=stream.synchronize).start()
+''', "check_part3", "without waiting"),
+
+    "waits for the legacy default stream too": ("wait_for", '''
+def wait_for(stream):
+    stream.synchronize()
+    cuda.legacy_default_stream().synchronize()
+''', "check_part3", "another stream"),
+}
+
+# Right answers in other words: each must pass its part (and every other part).
+RIGHT = {
+    "an event recorded in the stream, then synchronized": ("wait_for", '''
+def wait_for(stream):
+    done = cuda.event()
+    done.record(stream)
+    done.synchronize()
+''', "check_part3"),
+
+    "polling event.query()": ("wait_for", '''
+def wait_for(stream):
+    done = cuda.event()
+    done.record(stream)
+    while not done.query():
+        pass
+''', "check_part3"),
+
+    "a thread that synchronizes, joined": ("wait_for", '''
+import threading
+
+def wait_for(stream):
+    waiter = threading.Thread(target=stream.synchronize)
+    waiter.start()
+    waiter.join()
+''', "check_part3"),
+
+    "dummies on a non-blocking stream": ("launch_with_dummies", '''
+def launch_with_dummies(inputs, outputs, streams, dummy):
+    quiet = streamlab.stream(nonblocking=True)
+    for inp, out, s in zip(inputs, outputs, streams):
+        work[1, 64, s](out, inp, REPS)
+        dummy_kernel[1, 1, quiet](dummy)
+''', "check_part2"),
+
+    "dummies in the workers' own streams, by index": ("launch_with_dummies", '''
+def launch_with_dummies(inputs, outputs, streams, dummy):
+    for i in range(len(streams)):
+        work[1, 64, streams[i]](outputs[i], inputs[i], REPS)
+        dummy_kernel[1, 1, streams[i]](dummy)
+''', "check_part2"),
 }

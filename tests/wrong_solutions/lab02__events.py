@@ -47,7 +47,7 @@ def add_in_two_streams(counter, s0, s1):
     update_counter[1, 1, s0](counter, 10)
     update_counter[1, 1, s1](counter, 20)
     return int(counter.copy_to_host()[0])
-''', "check_part3", "read before waiting for s0"),
+''', "check_part3", "read before the addition in s1"),
 
     "both additions in one stream": ("add_in_two_streams", '''
 def add_in_two_streams(counter, s0, s1):
@@ -56,4 +56,116 @@ def add_in_two_streams(counter, s0, s1):
     s0.synchronize()
     return int(counter.copy_to_host()[0])
 ''', "check_part3", "stream 0 got 2 launches"),
+
+    "two different events": ("produce_then_consume", '''
+def produce_then_consume(src, data, out, producer_stream, consumer_stream):
+    producer[BLOCKS, THREADS, producer_stream](data, src)
+    cuda.event().record(producer_stream)
+    cuda.event().wait(consumer_stream)
+    consumer[BLOCKS, THREADS, consumer_stream](data, out)
+''', "check_part1", "not been recorded yet"),
+
+    "event recorded before the producer": ("produce_then_consume", '''
+def produce_then_consume(src, data, out, producer_stream, consumer_stream):
+    ready = cuda.event()
+    ready.record(producer_stream)
+    producer[BLOCKS, THREADS, producer_stream](data, src)
+    ready.wait(consumer_stream)
+    consumer[BLOCKS, THREADS, consumer_stream](data, out)
+''', "check_part1", "recorded before the producer was launched"),
+
+    "one block for the whole array": ("produce_then_consume", '''
+def produce_then_consume(src, data, out, producer_stream, consumer_stream):
+    ready = cuda.event()
+    producer[1, THREADS, producer_stream](data, src)
+    ready.record(producer_stream)
+    ready.wait(consumer_stream)
+    consumer[1, THREADS, consumer_stream](data, out)
+''', "check_part1", "values are wrong"),
+
+    "only the first consumer waits": ("fan_out", '''
+def fan_out(src, data, outs, producer_stream, consumer_streams):
+    ready = cuda.event()
+    producer[BLOCKS, THREADS, producer_stream](data, src)
+    ready.record(producer_stream)
+    ready.wait(consumer_streams[0])
+    for out, s in zip(outs, consumer_streams):
+        consumer[BLOCKS, THREADS, s](data, out)
+''', "check_part2", "consumer 1"),
+
+    "reads an element without waiting": ("add_in_two_streams", '''
+def add_in_two_streams(counter, s0, s1):
+    update_counter[1, 1, s0](counter, 10)
+    update_counter[1, 1, s1](counter, 20)
+    return int(counter[0])
+''', "check_part3", "read before the addition in s1"),
+
+    "waits in threads it never joins": ("add_in_two_streams", '''
+import threading
+
+def add_in_two_streams(counter, s0, s1):
+    update_counter[1, 1, s0](counter, 10)
+    update_counter[1, 1, s1](counter, 20)
+    threading.Thread(target=s0.synchronize).start()
+    threading.Thread(target=s1.synchronize).start()
+    return int(counter.copy_to_host()[0])
+''', "check_part3", "read before the addition in s1"),
+
+    "events recorded before the additions": ("add_in_two_streams", '''
+def add_in_two_streams(counter, s0, s1):
+    e0, e1 = cuda.event(), cuda.event()
+    e0.record(s0)
+    e1.record(s1)
+    update_counter[1, 1, s0](counter, 10)
+    update_counter[1, 1, s1](counter, 20)
+    e0.synchronize()
+    e1.synchronize()
+    return int(counter.copy_to_host(stream=s1)[0])
+''', "check_part3", "read before the addition in s0"),
+}
+
+# Right answers in other words: each must pass its part (and every other part).
+RIGHT = {
+    "an event after each addition, each synchronized": ("add_in_two_streams", '''
+def add_in_two_streams(counter, s0, s1):
+    done0, done1 = cuda.event(), cuda.event()
+    update_counter[1, 1, s0](counter, 10)
+    done0.record(s0)
+    update_counter[1, 1, s1](counter, 20)
+    done1.record(s1)
+    done0.synchronize()
+    done1.synchronize()
+    return int(counter.copy_to_host()[0])
+''', "check_part3"),
+
+    "s1 waits for s0 by an event, the host for s1": ("add_in_two_streams", '''
+def add_in_two_streams(counter, s0, s1):
+    update_counter[1, 1, s0](counter, 10)
+    done0 = cuda.event()
+    done0.record(s0)
+    update_counter[1, 1, s1](counter, 20)
+    done0.wait(s1)
+    value = counter.copy_to_host(stream=s1)
+    s1.synchronize()
+    return int(value[0])
+''', "check_part3"),
+
+    "the whole device": ("add_in_two_streams", '''
+def add_in_two_streams(counter, s0, s1):
+    update_counter[1, 1, s0](counter, 10)
+    update_counter[1, 1, s1](counter, 20)
+    cuda.synchronize()
+    return int(counter[0])
+''', "check_part3"),
+
+    "consumers each wait, in a loop of their own": ("fan_out", '''
+def fan_out(src, data, outs, producer_stream, consumer_streams):
+    producer[BLOCKS, THREADS, producer_stream](data, src)
+    produced = cuda.event()
+    produced.record(producer_stream)
+    for s in consumer_streams:
+        produced.wait(s)
+    for i, s in enumerate(consumer_streams):
+        consumer[BLOCKS, THREADS, s](data, outs[i])
+''', "check_part2"),
 }

@@ -1,0 +1,104 @@
+"""Shared by the lab tests: the labs, their cells, filling them in, grading them.
+
+(See test_labs.py, test_lab_answers.py and test_lab_grading.py.)
+"""
+
+import importlib
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+import streamlab
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+LABS = sorted(p.name for p in (ROOT / "solutions").iterdir() if p.is_dir()
+              and p.name.startswith("lab"))
+MARKERS = re.compile(r"^\s*### (BEGIN|END) (SOLUTION|HIDDEN TESTS)\s*$\n?", re.M)
+STUB = 'raise NotImplementedError("write this part, then run the check below")'
+
+
+def needs_nbgrader():
+    if importlib.util.find_spec("nbgrader") is None:
+        if streamlab.on_simulator():
+            pytest.fail("nbgrader is not installed: pip install -e '.[test]'", pytrace=False)
+        pytest.skip("nbgrader is not installed on this GPU machine (no package index); "
+                    "CI runs this test")
+
+
+def nbgrader(*args, cwd):
+    needs_nbgrader()
+    env = dict(os.environ, STREAMLAB_QUIET="1")
+    env.pop("STREAMLAB_RACE_CHECK", None)
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    r = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=cwd, env=env,
+                       capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return r
+
+
+def course(tmp_path, lab):
+    """A throwaway course folder with the lab generated in it, and its gradebook."""
+    shutil.copy(ROOT / "nbgrader_config.py", tmp_path)
+    shutil.copytree(ROOT / "solutions" / lab, tmp_path / "solutions" / lab)
+    db = f"sqlite:///{tmp_path / 'gradebook.db'}"
+    nbgrader("generate_assignment", lab, "--force", f"--db={db}", cwd=tmp_path)
+    return db
+
+
+def notebook(kind, lab):
+    return nbformat.read(ROOT / kind / lab / f"{lab}.ipynb", as_version=4)
+
+
+def meta(cell):
+    return cell.get("metadata", {}).get("nbgrader", {})
+
+
+def grade_id(cell):
+    return meta(cell).get("grade_id")
+
+
+def cells_of(lab, which):
+    """{grade_id: source without markers} for the solution or graded cells of a lab."""
+    return {grade_id(c): MARKERS.sub("", c.source) for c in notebook("solutions", lab).cells
+            if meta(c).get(which)}
+
+
+def filled(nb, code):
+    """``nb`` with the cells named in ``code`` replaced."""
+    nb = nbformat.from_dict(json.loads(json.dumps(nb)))
+    for cell in nb.cells:
+        if grade_id(cell) in code:
+            cell.source = code[grade_id(cell)]
+    return nb
+
+
+def comparable(nb):
+    return [(c.cell_type, c.source, meta(c) or None) for c in nb.cells]
+
+
+def stdout(cell):
+    return "".join(o.get("text", "") for o in cell.get("outputs", [])
+                   if o.get("output_type") == "stream" and o.get("name") == "stdout")
+
+
+def cases(attribute):
+    for lab in LABS:
+        mod = importlib.import_module(f"wrong_solutions.{lab}")
+        for name, case in getattr(mod, attribute).items():
+            if attribute == "WRONG" and len(case) == 4:
+                case = (*case, ())  # no later part builds on this one
+            yield pytest.param(lab, *case, id=f"{lab}: {name}")
+
+
+def setup_code(lab):
+    (cell,) = [c for c in notebook("solutions", lab).cells if grade_id(c) == "setup"]
+    return cell.source

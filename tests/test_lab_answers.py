@@ -1,0 +1,85 @@
+"""Every wrong answer in tests/wrong_solutions/ fails its part with the feedback named, and
+no other part (except parts declared to build on it); every right answer in other words
+there passes. They run in-process (the same check functions as in the notebook), and one
+of each per lab also through the grader's fresh process.
+"""
+
+import importlib
+
+import pytest
+from labtools import LABS, cases, cells_of, filled, grade_id, meta, notebook, setup_code
+
+from streamlab.check import CheckFailed
+from streamlab.grading import plan, run_part
+
+# --- the checks: wrong answers fail, right ones pass -----------------------------------------
+def run_in_process(lab, answers):
+    """Run the lab's setup, the given answers and every graded cell (hidden tests too) in
+    this process; return {graded cell: None, or the error it raised}."""
+    ns = {"__name__": "__lab__"}
+    exec(setup_code(lab), ns)  # noqa: S102
+    for source in answers.values():
+        exec(source, ns)  # noqa: S102
+    results = {}
+    for gid, source in cells_of(lab, "grade").items():
+        try:
+            exec(source, ns)  # noqa: S102
+        except CheckFailed as exc:
+            results[gid] = f"{type(exc).__name__}: {exc}"
+        except Exception as exc:  # noqa: BLE001  (a learner's error fails its part)
+            results[gid] = f"{type(exc).__name__}: {exc}"
+        else:
+            results[gid] = None
+    return results
+
+
+def test_enough_wrong_and_right_answers_for_every_lab():
+    for lab in LABS:
+        mod = importlib.import_module(f"wrong_solutions.{lab}")
+        assert len(mod.WRONG) >= 8 and len(mod.RIGHT) >= 2, lab
+
+
+@pytest.mark.parametrize("lab, target, code, check_id, phrase, also", list(cases("WRONG")))
+def test_a_wrong_answer_fails_its_part_with_useful_feedback(lab, target, code, check_id,
+                                                           phrase, also):
+    answers = cells_of(lab, "solution")
+    answers[target] = code.strip("\n")
+    results = run_in_process(lab, answers)
+    assert results[check_id] is not None, f"the check passed a wrong answer: {code}"
+    assert phrase in results[check_id], results[check_id]
+    others = {k: v for k, v in results.items() if k != check_id and k not in also}
+    assert all(v is None for v in others.values()), others
+
+
+@pytest.mark.parametrize("lab, target, code, check_id", list(cases("RIGHT")))
+def test_a_right_answer_in_other_words_passes(lab, target, code, check_id):
+    answers = cells_of(lab, "solution")
+    answers[target] = code.strip("\n")
+    results = run_in_process(lab, answers)
+    assert all(v is None for v in results.values()), results
+
+
+def submission(lab, code):
+    """The learner's copy with ``code`` in its solution cells and the graded cells as
+    nbgrader's autograde restores them (hidden tests included)."""
+    nb = filled(notebook("labs", lab), code)
+    graded = {grade_id(c): c.source for c in notebook("solutions", lab).cells
+              if meta(c).get("grade")}
+    return filled(nb, graded)
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_the_grader_in_a_fresh_process_agrees(lab, tmp_path):
+    mod = importlib.import_module(f"wrong_solutions.{lab}")
+    (target, code, check_id, phrase, *_), = list(mod.WRONG.values())[:1]
+    wrong = dict(cells_of(lab, "solution"), **{target: code.strip("\n")})
+    right_target, right_code, right_check = list(mod.RIGHT.values())[0]
+    right = dict(cells_of(lab, "solution"), **{right_target: right_code.strip("\n")})
+    for answers, part, passes in ((wrong, check_id, False), (right, right_check, True)):
+        verdict = run_part(plan(submission(lab, answers)), part, cwd=str(tmp_path),
+                           timeout=120)
+        assert verdict.passed is passes, verdict
+        if not passes:
+            assert phrase in verdict.message, verdict
+
+

@@ -1,0 +1,133 @@
+"""`nbgrader autograde`, with the course's config: each part judged in a fresh process.
+The solution gets full marks, the untouched lab zero; on lab 02 the cheats score nothing,
+a hang that swallows KeyboardInterrupt costs its part alone, warnings and logging cost
+nothing, and the feedback shows a failing check's message alone.
+"""
+
+import nbformat
+import pytest
+from labtools import LABS, ROOT, cells_of, course, filled, grade_id, nbgrader, needs_nbgrader, \
+    notebook
+
+
+
+def test_nbgrader_grades_in_fresh_processes_and_otherwise_as_it_would():
+    needs_nbgrader()
+    from nbgrader.converters.autograde import Autograde
+    from nbgrader.preprocessors import Execute
+    from traitlets.config import Config
+
+    from streamlab.grading.preprocessor import GradeInFreshProcesses
+
+    config = Config()
+    namespace = {"get_config": lambda: config}
+    exec((ROOT / "nbgrader_config.py").read_text(), namespace)  # noqa: S102
+    ours = list(config.Autograde.autograde_preprocessors)
+    default = list(Autograde.class_traits()["autograde_preprocessors"].default())
+    assert ours == [GradeInFreshProcesses if p is Execute else p for p in default]
+
+
+
+
+# --- nbgrader autograde ------------------------------------------------------------------------
+def autograde(tmp_path, lab, submissions, timeout=None):
+    db = course(tmp_path, lab)
+    for student, nb in submissions.items():
+        folder = tmp_path / "submitted" / student / lab
+        folder.mkdir(parents=True)
+        nbformat.write(nb, folder / f"{lab}.ipynb")
+    extra = [f"--GradeInFreshProcesses.timeout={timeout}"] if timeout else []
+    nbgrader("autograde", lab, f"--db={db}", "--create", *extra, cwd=tmp_path)
+    from nbgrader.api import Gradebook
+
+    with Gradebook(db) as gb:
+        total = gb.find_assignment(lab).max_score
+        scores = {s: gb.find_submission(lab, s).score for s in submissions}
+        parts = {s: {g.name: g.score for g in gb.find_submission_notebook(lab, lab, s).grades}
+                 for s in submissions}
+    return total, scores, parts
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_autograde_gives_the_solution_full_marks_and_the_untouched_lab_zero(tmp_path, lab):
+    release = notebook("labs", lab)
+    total, scores, _ = autograde(tmp_path, lab, {
+        "ada": filled(release, cells_of(lab, "solution")), "bo": release})
+    assert total > 0 and scores == {"ada": total, "bo": 0}
+
+
+CHEATS = {
+    "replaces the check": '''
+import streamlab.check
+streamlab.check.fail = lambda *args, **kwargs: None
+check_part1 = lambda *args, **kwargs: None
+
+def produce_then_consume(src, data, out, producer_stream, consumer_stream):
+    pass
+''',
+    "empties the later cells": '''
+get_ipython().input_transformers_cleanup.append(lambda lines: [])
+
+def produce_then_consume(src, data, out, producer_stream, consumer_stream):
+    pass
+''',
+    "reads the solution": '''
+import json, pathlib
+here = pathlib.Path.cwd()
+for up in [here, *here.parents]:
+    for path in up.glob("solutions/lab02__events/*.ipynb"):
+        nb = json.loads(path.read_text())
+        for cell in nb["cells"]:
+            if "def produce_then_consume" in "".join(cell["source"]):
+                exec("".join(cell["source"]))
+''',
+}
+
+WARNS = '''
+import logging
+import sys
+import warnings
+
+def produce_then_consume(src, data, out, producer_stream, consumer_stream):
+    warnings.warn("a warning from the learner's code")
+    logging.warning("a log line from the learner's code")
+    print("to stderr", file=sys.stderr)
+    ready = cuda.event()
+    producer[BLOCKS, THREADS, producer_stream](data, src)
+    ready.record(producer_stream)
+    ready.wait(consumer_stream)
+    consumer[BLOCKS, THREADS, consumer_stream](data, out)
+'''
+
+HANG = '''
+import time
+
+def add_in_two_streams(counter, s0, s1):
+    while True:               # a hang that swallows the grader's KeyboardInterrupt
+        try:
+            time.sleep(0.1)
+        except BaseException:
+            pass
+'''
+
+
+def test_autograde_cheats_score_nothing_hangs_cost_their_part_warnings_cost_nothing(tmp_path):
+    lab = "lab02__events"
+    release, solution = notebook("labs", lab), cells_of(lab, "solution")
+    submissions = {f"cheat{i}": filled(release, {"produce_then_consume": code})
+                   for i, code in enumerate(CHEATS.values())}
+    submissions["warns"] = filled(release, dict(solution, produce_then_consume=WARNS))
+    submissions["hangs"] = filled(release, dict(solution, add_in_two_streams=HANG))
+    total, scores, parts = autograde(tmp_path, lab, submissions, timeout=20)
+    for i, name in enumerate(CHEATS):
+        assert scores[f"cheat{i}"] == 0, (name, parts[f"cheat{i}"])
+    assert scores["warns"] == total, parts["warns"]
+    assert parts["hangs"]["check_part3"] == 0
+    assert scores["hangs"] == total - 2, parts["hangs"]
+    feedback = nbformat.read(tmp_path / "autograded" / "cheat0" / lab / f"{lab}.ipynb",
+                             as_version=4)
+    (cell,) = [c for c in feedback.cells if grade_id(c) == "check_part1"]
+    (error,) = [o for o in cell.outputs if o.output_type == "error"]
+    assert error.evalue.startswith("your code replaced") and len(error.traceback) == 1
+
+
