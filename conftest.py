@@ -4,16 +4,33 @@
 * Tests marked ``gpu`` need a real GPU. They are deselected by default (see
   pyproject.toml); asked for with ``-m gpu`` on a machine without one, they fail
   instead of skipping, so a GPU run can never pass by accident.
+* Kernels started by the tests (nbval's, nbclient's) run with STREAMLAB_RACE_CHECK=1.
 * ``figures``: GPU tests record what they measured; with STREAMLAB_RESULTS=path the
   figures are written there as JSON, for scripts/gpu_results.py to publish.
 """
 
+import importlib.util
 import json
 import os
 
 import pytest
 
-import streamlab
+# The worker processes of pytest-xdist inherit what this file sets below: this process
+# itself must not run under the session-wide race check (tests make races on purpose).
+if os.environ.pop("STREAMLAB_RACE_CHECK_FROM_TESTS", None):
+    os.environ.pop("STREAMLAB_RACE_CHECK", None)
+
+import streamlab  # noqa: E402
+
+# Every notebook and lab solution that the tests execute (nbval on the simulator, in CI)
+# runs under the session-wide race check: a race in their code fails the run. Set after
+# streamlab's import: it applies to the kernels started from here, not to this process.
+os.environ["STREAMLAB_RACE_CHECK"] = "1"
+os.environ["STREAMLAB_RACE_CHECK_FROM_TESTS"] = "1"
+
+# nbgrader's preprocessor needs nbgrader to import (CI has it; the GPU machine does not)
+collect_ignore = [] if importlib.util.find_spec("nbgrader") else [
+    "src/streamlab/grading/preprocessor.py"]
 
 
 def pytest_collection_modifyitems(config, items):
@@ -61,3 +78,5 @@ def _close_figures():
     import matplotlib.pyplot as plt
 
     plt.close("all")
+
+

@@ -1,18 +1,28 @@
 #!/usr/bin/env bash
-# Every GPU check of the course, in one run, on a machine with an NVIDIA GPU:
-# every notebook and lab solution executed in place, the whole test suite in GPU mode
-# (the labs' wrong solutions included), the overhead benchmark; then docs/gpu-results.md
-# written from what was measured.
+# Every GPU check of the course, on a machine with an NVIDIA GPU: every notebook and lab
+# solution executed in place, the whole test suite in GPU mode (the labs' wrong and right
+# answers included), the overhead benchmark; then docs/gpu-results.md written from what
+# was measured.
 #   bash scripts/gpu-check.sh        (results go to $OUT, default ./gpu-out)
-# $OUT gets: gpu-results.md, pytest.txt, bench.txt, doctor.txt, notebooks.txt and
-# notebooks.tar (the executed notebooks and solutions, to commit).
-# A partial run, e.g. to try the labs on another GPU: NOTEBOOKS="solutions/*/*.ipynb"
-# TESTS="tests/test_labs.py" bash scripts/gpu-check.sh (the page then says what ran).
+# $OUT gets: gpu-results.md, pytest.txt, bench.txt, doctor.txt, notebooks.txt,
+# notebooks.json and notebooks.tar (the executed notebooks and solutions, to commit),
+# junit.xml and tests.json (what the tests part ran and measured).
+# In parts, for machines that limit one command's time:
+#   PART=notebooks bash scripts/gpu-check.sh       the notebooks and solutions only
+#   PART=tests NOTEBOOKS_JSON=path/notebooks.json bash scripts/gpu-check.sh
+#                                                  the tests and benchmark, and the page
+#                                                  (with the notebooks part's figures)
+# NOTEBOOKS_JSON with a notebooks run: this run's results update that earlier run's.
+# EARLIER=folder (an earlier tests part's junit.xml and tests.json, from its $OUT): the
+# page counts both parts' tests.
+# A partial set: NOTEBOOKS="solutions/*/*.ipynb" TESTS="tests/test_labs.py" (the page
+# then says what ran).
 # On the course's GPU test machine, which reaches no package index, first fetch the
 # missing wheels here with ../shared/tools/gpu-wheels.sh .whl and carry .whl along.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-out}
+PART=${PART:-all}
 WORK=$(mktemp -d)
 mkdir -p "$OUT"
 if [ -d .whl ]; then
@@ -23,19 +33,35 @@ export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" STREAMLAB_DEVICE=gpu PYT
 status=0
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; python3 -m streamlab doctor; } \
   > "$OUT/doctor.txt" 2>&1 || status=1
-# the notebooks first, executed in place: the tests then check what will be committed
-# shellcheck disable=SC2086  # NOTEBOOKS and TESTS are lists of paths and globs
-python3 scripts/run_notebooks.py --json "$WORK/notebooks.json" ${NOTEBOOKS:-} \
-  > "$OUT/notebooks.txt" 2>&1 || status=1
-cat "$OUT/notebooks.txt"
-tar -cf "$OUT/notebooks.tar" notebooks/*.ipynb solutions/*/*.ipynb
-# the tests (the notebooks and solutions just ran; nbval's simulator run is CI's job)
-STREAMLAB_RESULTS="$WORK/tests.json" python3 -m pytest -m "gpu or not gpu" -v -rs \
-  --ignore=notebooks --ignore=solutions --junitxml="$WORK/junit.xml" ${TESTS:-} > "$OUT/pytest.txt" 2>&1 || status=1
-tail -1 "$OUT/pytest.txt"
-python3 benchmarks/span_overhead.py --json "$WORK/bench.json" > "$OUT/bench.txt" 2>&1 || status=1
-python3 scripts/gpu_results.py --tests "$WORK/tests.json" --bench "$WORK/bench.json" \
-  --junit "$WORK/junit.xml" --notebooks "$WORK/notebooks.json" \
-  --out "$OUT/gpu-results.md" > /dev/null || status=1
+if [ "$PART" != tests ]; then
+  # the notebooks first, executed in place: the tests then check what will be committed
+  # shellcheck disable=SC2086  # NOTEBOOKS and TESTS are lists of paths and globs
+  python3 scripts/run_notebooks.py --json "$OUT/notebooks.json" ${NOTEBOOKS_JSON:+--merge "$NOTEBOOKS_JSON"} ${NOTEBOOKS:-} \
+    > "$OUT/notebooks.txt" 2>&1 || status=1
+  cat "$OUT/notebooks.txt"
+  tar -cf "$OUT/notebooks.tar" notebooks/*.ipynb solutions/*/*.ipynb
+fi
+if [ "$PART" != notebooks ]; then
+  # the tests (the notebooks and solutions ran; nbval's simulator run is CI's job)
+  # one process (-n 0): GPU timings are not shared with a second test worker
+  STREAMLAB_RESULTS="$WORK/tests.json" python3 -m pytest -m "gpu or not gpu" -v -rs -n 0 \
+    --ignore=notebooks --ignore=solutions --junitxml="$WORK/junit.xml" ${TESTS:-} > "$OUT/pytest.txt" 2>&1 || status=1
+  tail -1 "$OUT/pytest.txt"
+  cp "$WORK/junit.xml" "$OUT/junit.xml"
+  [ -f "$WORK/tests.json" ] && cp "$WORK/tests.json" "$OUT/tests.json"
+  python3 benchmarks/span_overhead.py --json "$WORK/bench.json" > "$OUT/bench.txt" 2>&1 || status=1
+  # an earlier tests part (EARLIER=folder with its junit.xml and tests.json): one page
+  junits="$WORK/junit.xml" figures="$WORK/tests.json"
+  if [ -n "${EARLIER:-}" ]; then
+    junits="$EARLIER/junit.xml $junits"
+    [ -f "$EARLIER/tests.json" ] && figures="$EARLIER/tests.json $figures"
+  fi
+  nb_json=$OUT/notebooks.json
+  [ "$PART" = tests ] && nb_json=${NOTEBOOKS_JSON:-}
+  # shellcheck disable=SC2086  # junits and figures are lists of paths
+  python3 scripts/gpu_results.py --tests $figures --bench "$WORK/bench.json" \
+    --junit $junits ${nb_json:+$( [ -f "$nb_json" ] && echo --notebooks "$nb_json")} \
+    --out "$OUT/gpu-results.md" > /dev/null || status=1
+fi
 echo "gpu-check: exit status $status"
 exit "$status"

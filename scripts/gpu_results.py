@@ -68,18 +68,25 @@ def notebook_sections(results):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--tests", required=True)
+    ap.add_argument("--tests", required=True, nargs="+",
+                    help="figures JSON of the tests (one per part of a run in parts)")
     ap.add_argument("--bench", required=True)
-    ap.add_argument("--junit", required=True)
+    ap.add_argument("--junit", required=True, nargs="+",
+                    help="junit XML of the tests (one per part of a run in parts)")
     ap.add_argument("--notebooks", help="JSON written by scripts/run_notebooks.py")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     if streamlab.on_simulator():
         raise SystemExit("gpu_results.py must run on a GPU: this is the simulator")
     # no figures file: no test that measures a figure was in this run (a partial run)
-    tests = json.loads(Path(a.tests).read_text()) if Path(a.tests).exists() else []
+    tests = [row for path in a.tests if Path(path).exists()
+             for row in json.loads(Path(path).read_text())]
     bench = json.loads(Path(a.bench).read_text())
-    tot, skipped = junit_summary(a.junit)
+    tot, skipped = {}, []
+    for path in a.junit:
+        part, part_skipped = junit_summary(path)
+        tot = {k: tot.get(k, 0) + v for k, v in part.items()}
+        skipped += part_skipped
     v = doctor.versions()
     lines = [
         "# Measured on a GPU",

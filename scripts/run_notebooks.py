@@ -83,6 +83,8 @@ def main() -> int:
     ap.add_argument("notebooks", nargs="*", type=Path)
     ap.add_argument("--json", type=Path, help="write the results here")
     ap.add_argument("--timeout", type=int, default=600, help="seconds per cell")
+    ap.add_argument("--merge", type=Path, help="results of an earlier run (JSON) that this "
+                    "run's results update: a run in parts writes one page")
     a = ap.parse_args()
     paths = [p.resolve() for p in a.notebooks] or (
         sorted((ROOT / "notebooks").glob("[0-9][0-9]__*.ipynb"))
@@ -90,7 +92,7 @@ def main() -> int:
     if not paths:
         print("no notebooks to run", file=sys.stderr)
         return 1
-    results = {}
+    results = json.loads(a.merge.read_text()) if a.merge and a.merge.exists() else {}
     for p in paths:
         r = run(p, a.timeout)
         name = p.relative_to(ROOT).as_posix() if p.is_relative_to(ROOT) else str(p)
@@ -101,7 +103,7 @@ def main() -> int:
             print(f"    {key}: {value}")
     if a.json:
         a.json.write_text(json.dumps(results, indent=1))
-    return 0 if all(r["error"] is None for r in results.values()) else 1
+    return 0 if all(r["error"] is None for r in results.values()) else 1  # earlier too
 
 
 if __name__ == "__main__":
