@@ -68,15 +68,6 @@ def one_launch_per_stream(ops: OpLog, kernel: str, streams) -> None:
              f"use the streams passed in")
 
 
-def not_on_legacy_default(ops: OpLog, kernel: str, what: str | None = None) -> None:
-    """No launch of ``kernel`` went to the legacy default stream."""
-    bad = [op for op in ops.launches(kernel) if op.stream.is_legacy_default]
-    if bad:
-        fail(f"{what or f'kernel {kernel!r}'} went to the legacy default stream {len(bad)} "
-             f"time(s); it waits for every blocking stream and they wait for it. Use "
-             f"cuda.per_thread_default_stream() or a stream of your own")
-
-
 def waits_for(ops: OpLog, before, after, waiter: str = "the consumer",
               producer: str = "the producer") -> None:
     """Op ``after`` is ordered after op ``before`` by an event (or by sharing a stream).
@@ -111,21 +102,6 @@ def waits_for(ops: OpLog, before, after, waiter: str = "the consumer",
     fail(f"{waiter} is not ordered after {producer}: {problems[-1]}")
 
 
-def host_waited_for(ops: OpLog, op, streams, names, what: str = "the result") -> None:
-    """Before ``op`` was issued, the host waited for each of ``streams``.
-
-    A ``cuda.synchronize()``, or ``stream.synchronize()`` for each stream, counts.
-    """
-    before = [s for s in ops.syncs() if s.index < op.index]
-    if any(s.name == "device" for s in before):
-        return
-    synced = {s.stream.key() for s in before if s.name == "stream"}
-    for name, stream in zip(names, streams, strict=True):
-        if StreamRef.of(stream).key() not in synced:
-            fail(f"{what} was read before waiting for {name}: its work may not have happened "
-                 f"yet. Call {name}.synchronize() before reading")
-
-
 def no_host_sync(ops: OpLog, where: str = "") -> None:
     """The host did not wait in the recorded code: no synchronize (device, stream or
     event), no ``event.query()`` that found the work done, and no copy the host had to
@@ -142,23 +118,6 @@ def no_host_sync(ops: OpLog, where: str = "") -> None:
              f"stream, or into pageable memory, returns only once it is done (and with no "
              f"stream it also waits for every blocking stream). Issue all the work, and "
              f"let the caller wait")
-
-
-def only_stream_sync(ops: OpLog, stream, label: str = "the stream") -> None:
-    """The host synchronized ``stream`` and nothing else."""
-    syncs = ops.syncs()
-    device = [op for op in syncs if op.name == "device"]
-    if device:
-        fail("you called cuda.synchronize(), which waits for the whole device: call "
-             f"{label}.synchronize() to wait for that stream alone")
-    key = StreamRef.of(stream).key()
-    mine = [op for op in syncs if op.name == "stream" and op.stream.key() == key]
-    others = [op for op in syncs if op not in mine]
-    if others:
-        fail(f"you synchronized {len(others)} other stream(s) or event(s) too: wait for "
-             f"{label} alone")
-    if not mine:
-        fail(f"you did not wait for {label}: call {label}.synchronize()")
 
 
 def equal(got, expected, what: str, rtol: float = 1e-5, atol: float = 0.0) -> None:
