@@ -112,7 +112,7 @@ def test_nonblocking_stand_in_carries_its_flags():
     s = streamlab.stream(nonblocking=True, priority=-2)
     info = streamlab.stream_info(s)
     assert (info.kind, info.priority) == ("non-blocking", -2)
-    assert streamlab.priority_range() == (0, 0)
+    assert streamlab.priority_range() == (0, -5)   # an H200's, as measured
 
 
 def test_stream_done_resolves_in_the_simulator():

@@ -24,21 +24,24 @@ if _chosen.simulator:
     _simfill.apply(_cuda)
 
 from . import _hooks  # noqa: E402
+from ._hooks import uninstall  # noqa: E402  (puts numba's functions back)
 
 _hooks.install()  # numba's stream-ordered calls, seen by record_ops and race_check
 
 from . import check  # noqa: E402
+from .check import CheckFailed  # noqa: E402
 from ._device import describe, device_name, on_simulator, pick  # noqa: E402
 from ._mode import DeviceModeError  # noqa: E402
 from .chrome import to_chrome_trace  # noqa: E402
 from .hostfn import HostCall, HostFuncError, launch_host_func, stream_done  # noqa: E402
 from .ops import Op, OpLog, Region, StreamRef, host_access, is_pinned, record_ops  # noqa: E402
 from .order import Race, RaceError, find_races, race_check  # noqa: E402
-from .plot import COLOURS, plot  # noqa: E402
+from .kinds import COLOURS, KINDS  # noqa: E402
+from .plot import plot  # noqa: E402
 from .spin import globaltimer, ms_to_ns, spin  # noqa: E402
 from .streams import StreamInfo, priority_range, stream, stream_info  # noqa: E402
 from .timeline import Timeline, TimelineError, TimelineNotReady  # noqa: E402
-from .trace import KINDS, Metrics, Row, Span, Trace  # noqa: E402
+from .trace import Metrics, Row, Span, Trace  # noqa: E402
 
 __version__ = "0.1.0"
 
@@ -46,7 +49,7 @@ __all__ = [
     "COLOURS", "DeviceModeError", "HostCall", "HostFuncError", "KINDS", "Metrics", "Op",
     "OpLog", "Race", "RaceError", "Region", "Row", "Span", "StreamInfo", "StreamRef", "Timeline", "TimelineError",
     "TimelineNotReady", "Trace", "check", "find_races", "host_access", "is_pinned",
-    "race_check", "record_ops",
+    "race_check", "record_ops", "uninstall", "CheckFailed",
     "describe", "device_name", "globaltimer", "launch_host_func", "ms_to_ns", "on_simulator",
     "pick", "plot", "priority_range", "spin", "stream", "stream_done", "stream_info",
     "to_chrome_trace",

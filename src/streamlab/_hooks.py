@@ -108,6 +108,7 @@ def uninstall() -> None:
 
 
 def installed() -> bool:
+    """Are numba's calls wrapped (by :func:`install`)?"""
     return _installed["done"]
 
 
@@ -122,7 +123,7 @@ def banner() -> str:
         os.environ.get("STREAMLAB_RACE_CHECK", "") not in ("", "0") else ""
     return (f"streamlab: {sim}watches numba's launches, copies, events and synchronizes "
             f"(and threads starting and joining) for record_ops and race_check; "
-            f"streamlab.ops.uninstall() undoes it.{race}")
+            f"streamlab.uninstall() undoes it.{race}")
 
 
 # --- copies: one description for both modes -----------------------------------------
@@ -203,6 +204,7 @@ class Footprint:
         self.writes: set = set()
 
     def touch(self, ary, idx, write: bool) -> None:
+        """Note that a simulated thread read (or wrote) ``ary[idx]``."""
         face = ary.__array_interface__
         base = face["data"][0]
         if not isinstance(idx, tuple):
@@ -427,23 +429,37 @@ def _stream_sync(orig):
 
 # --- the simulator -------------------------------------------------------------------
 def _install_simulator() -> None:
+    """The simulator's copies, element access from the host, and kernel launches."""
+    _sim_copies()
+    _sim_element_access()
+    _sim_launches()
+
+
+def _in_kernel() -> bool:
+    """Is this a simulated CUDA thread (a BlockThread): is array access the kernel's?"""
     from numba.cuda.simulator import kernel as sim_kernel
+
+    return isinstance(threading.current_thread(), sim_kernel.BlockThread)
+
+
+def _sim_device_region(dev):
+    return region_of(dev, f"the device array ({describe_array(dev)})")
+
+
+def _sim_host_region(ary):
+    return region_of(ary, f"the host array ({describe_array(ary)})")
+
+
+def _sim_copies() -> None:
+    """to_device (by every name), copy_to_host and copy_to_device: recorded, and after
+    the host functions queued in their stream (see hostfn._SimDriver)."""
     from numba.cuda.simulator.cudadrv import devicearray as sim_da
 
-    from ._simfill import SimMappedArray, is_pinned
+    from ._pinned import is_pinned
     from .hostfn import sim_flush
 
     fake = sim_da.FakeCUDAArray
-
-    def in_kernel() -> bool:
-        # each simulated CUDA thread is a BlockThread: array access there is the kernel's
-        return isinstance(threading.current_thread(), sim_kernel.BlockThread)
-
-    def device_region(dev):
-        return region_of(dev, f"the device array ({describe_array(dev)})")
-
-    def host_region(ary):
-        return region_of(ary, f"the host array ({describe_array(ary)})")
+    in_kernel, device_region, host_region = _in_kernel, _sim_device_region, _sim_host_region
 
     def to_device_wrap(orig):
         def to_device(ary, stream=0, copy=True, to=None):
@@ -489,6 +505,21 @@ def _install_simulator() -> None:
             return out
         return copy_to_device
 
+    original_to_device = sim_da.to_device
+    wrapped = to_device_wrap(original_to_device)
+    _patch_everywhere(original_to_device, wrapped)
+    _patch(fake, "copy_to_host", copy_to_host)
+    _patch(fake, "copy_to_device", copy_to_device)
+
+
+
+def _sim_element_access() -> None:
+    """``d[i]`` and ``d[i] = v`` on a device array from the host: a copy on a GPU."""
+    from numba.cuda.simulator.cudadrv import devicearray as sim_da
+
+    fake = sim_da.FakeCUDAArray
+    in_kernel, device_region = _in_kernel, _sim_device_region
+
     def getitem(orig):
         def __getitem__(self, idx):
             out = orig(self, idx)
@@ -509,13 +540,20 @@ def _install_simulator() -> None:
             return out
         return __setitem__
 
-    original_to_device = sim_da.to_device
-    wrapped = to_device_wrap(original_to_device)
-    _patch_everywhere(original_to_device, wrapped)
-    _patch(fake, "copy_to_host", copy_to_host)
-    _patch(fake, "copy_to_device", copy_to_device)
     _patch(fake, "__getitem__", getitem)
     _patch(fake, "__setitem__", setitem)
+
+
+def _sim_launches() -> None:
+    """A kernel launch, recorded once its grid has run (before the copies back of host
+    arrays), with the elements it touched; mapped arrays passed as device memory."""
+    from numba.cuda.simulator import kernel as sim_kernel
+    from numba.cuda.simulator.cudadrv import devicearray as sim_da
+
+    from ._pinned import SimMappedArray
+    from .hostfn import sim_flush
+
+    fake = sim_da.FakeCUDAArray
 
     def call(orig):
         def __call__(self, *args):

@@ -56,6 +56,7 @@ def access_modes(kernel) -> tuple[str, ...] | None:
 
 
 def parameter_names(kernel) -> tuple[str, ...]:
+    """The names of ``kernel``'s parameters, in order (for messages)."""
     fn = py_function(kernel)
     if fn is None:
         return ()

@@ -36,6 +36,7 @@ import time
 
 import numpy as np
 
+from ._pinned import SimMappedArray, SimPinnedArray, _pinned_ids, is_pinned  # noqa: F401
 from .ops import emit
 
 # CUDA's special stream handles, as numba uses them on a GPU.
@@ -44,25 +45,6 @@ LEGACY_HANDLE = 1  # CU_STREAM_LEGACY
 PER_THREAD_HANDLE = 2  # CU_STREAM_PER_THREAD
 
 _handles = itertools.count(0x1000)
-_pinned_ids: set[int] = set()  # ids of arrays pinned by cuda.pinned(...) right now
-
-
-class SimPinnedArray(np.ndarray):
-    """A numpy array standing for page-locked host memory on the simulator."""
-
-
-class SimMappedArray(SimPinnedArray):
-    """Mapped (zero-copy) pinned host memory: kernels read and write it directly."""
-
-
-def is_pinned(ary) -> bool:
-    """Is this host array pinned (page-locked), as the simulator pretends?"""
-    base = ary
-    while base is not None:
-        if isinstance(base, SimPinnedArray) or id(base) in _pinned_ids:
-            return True
-        base = getattr(base, "base", None)
-    return False
 
 _BROKEN_CALLBACK = (
     "Stream.{name} is broken in numba-cuda 0.30 on a real GPU ('CUstream' object has "
@@ -73,12 +55,26 @@ _BROKEN_CALLBACK = (
 
 
 def apply(cuda) -> None:
-    """Patch the simulator's ``numba.cuda`` module object in place."""
-    from .hostfn import sim_flush
+    """Patch the simulator's ``numba.cuda`` module object in place (see the module)."""
     from numba.cuda.simulator import api as sim_api
-    from numba.cuda.simulator import kernelapi
+
+    stream_cls, event_cls = _stream_and_event_classes()
+    fills = {**_stream_and_event_calls(stream_cls, event_cls), **_memory_calls()}
+    for name, value in fills.items():
+        setattr(cuda, name, value)
+    sim_api.synchronize = fills["synchronize"]  # the same function by any name
+    _launches_take_turns()
+    _each_configuration_its_own()
+    _kernels_get_nanosleep()
+
+
+def _stream_and_event_classes():
+    """SimStream and SimEvent: the simulator's stream and event, with handles, host-clock
+    times, and the record of what they do."""
+    from numba.cuda.simulator import api as sim_api
     from numba.cuda.simulator.cudadrv.driver import CudaAPIError
-    from numba.cuda.simulator.kernel import normalize_kernel_dimensions
+
+    from .hostfn import sim_flush
 
     base_stream = sim_api.stream
     base_event = sim_api.Event
@@ -177,6 +173,13 @@ def apply(cuda) -> None:
             state = "recorded" if self._t_ns is not None else "not recorded"
             return f"<CUDA event (simulator), timing={self.timing}, {state}>"
 
+    return SimStream, SimEvent
+
+
+def _stream_and_event_calls(SimStream, SimEvent) -> dict:  # noqa: N803  (classes)
+    """numba.cuda's event and stream functions, and synchronize, made with them."""
+    from .hostfn import sim_flush
+
     def event(timing=True):
         return SimEvent(timing=timing)
 
@@ -199,6 +202,27 @@ def apply(cuda) -> None:
         if not isinstance(ptr, int):
             raise TypeError(f"external_stream expects the stream's address as an int, got {ptr!r}")
         return SimStream(ptr, external=True)
+
+    def synchronize():
+        sim_flush()
+        emit("sync", "device", detail={"device": 0})
+
+    return {
+        "event": event,
+        "Event": SimEvent,
+        "event_elapsed_time": event_elapsed_time,
+        "stream": stream,
+        "Stream": SimStream,
+        "default_stream": default_stream,
+        "legacy_default_stream": legacy_default_stream,
+        "per_thread_default_stream": per_thread_default_stream,
+        "external_stream": external_stream,
+        "synchronize": synchronize,
+    }
+
+
+def _memory_calls() -> dict:
+    """cuda.pinned (any number of arrays), pinned_array(_like) and mapped_array."""
 
     @contextlib.contextmanager
     def pinned(*arylist):
@@ -224,30 +248,16 @@ def apply(cuda) -> None:
         return np.ndarray(shape=shape, dtype=dtype, strides=strides,
                           order=order).view(SimMappedArray)
 
-    def synchronize():
-        sim_flush()
-        emit("sync", "device", detail={"device": 0})
-
-    for name, value in {
-        "event": event,
-        "Event": SimEvent,
-        "event_elapsed_time": event_elapsed_time,
-        "stream": stream,
-        "Stream": SimStream,
-        "default_stream": default_stream,
-        "legacy_default_stream": legacy_default_stream,
-        "per_thread_default_stream": per_thread_default_stream,
-        "external_stream": external_stream,
+    return {
         "pinned": pinned,
         "pinned_array": pinned_array,
         "pinned_array_like": pinned_array_like,
         "mapped_array": mapped_array,
-        "synchronize": synchronize,
-    }.items():
-        setattr(cuda, name, value)
-    sim_api.synchronize = synchronize  # the same function by any name
+    }
 
-    # Launches from several host threads: one at a time (see the module docstring).
+
+def _launches_take_turns() -> None:
+    """Launches from several host threads, one at a time (see the module docstring)."""
     from numba.cuda.simulator import kernel as sim_kernel
 
     launch_lock = threading.RLock()
@@ -261,9 +271,14 @@ def apply(cuda) -> None:
 
     sim_kernel.FakeCUDAKernel.__call__ = locked_call
 
-    # `kernel[grid, block, stream]` configures the kernel object itself in the simulator
-    # (and forgets the stream), so two configurations made before either launch, or in
-    # two threads, overwrite each other. As on a GPU, each configuration is its own.
+
+def _each_configuration_its_own() -> None:
+    """``kernel[grid, block, stream]`` configures the kernel object itself in the
+    simulator (and forgets the stream), so two configurations made before either launch,
+    or in two threads, overwrite each other. As on a GPU, each configuration is its own."""
+    from numba.cuda.simulator import kernel as sim_kernel
+    from numba.cuda.simulator.kernel import normalize_kernel_dimensions
+
     def configure(self, configuration):
         if not isinstance(configuration, tuple) or not 2 <= len(configuration) <= 4:
             raise ValueError(
@@ -279,8 +294,12 @@ def apply(cuda) -> None:
 
     sim_kernel.FakeCUDAKernel.__getitem__ = configure
 
-    # Inside a simulated kernel, `cuda` is a FakeCUDAModule: give it nanosleep.
-    # (No clock64: numba-cuda 0.30 has none on a GPU either.)
+
+def _kernels_get_nanosleep() -> None:
+    """Inside a simulated kernel, ``cuda`` is a FakeCUDAModule: give it nanosleep. (No
+    clock64: numba-cuda 0.30 has none on a GPU either.)"""
+    from numba.cuda.simulator import kernelapi
+
     fake = kernelapi.FakeCUDAModule
     if not hasattr(fake, "nanosleep"):
         fake.nanosleep = lambda self, ns: time.sleep(ns / 1e9)

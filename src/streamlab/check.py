@@ -38,6 +38,7 @@ class CheckFailed(AssertionError):
 
 
 def fail(message: str):
+    """Fail the check with ``message`` (what is wrong, and a hint at the fix)."""
     raise CheckFailed(message)
 
 
@@ -68,23 +69,29 @@ def one_launch_per_stream(ops: OpLog, kernel: str, streams) -> None:
              f"use the streams passed in")
 
 
-def waits_for(ops: OpLog, before, after, waiter: str = "the consumer",
-              producer: str = "the producer") -> None:
+def waits_for(ops: OpLog, before, after, label: str = "the consumer",
+              before_label: str = "the producer") -> None:
     """Op ``after`` is ordered after op ``before`` by an event (or by sharing a stream).
 
     That is: ``after``'s stream waited, before ``after`` was issued, on an event recorded
     in ``before``'s stream after ``before`` was issued. Host synchronizes do not count.
+    ``label`` and ``before_label`` name the two in the message.
     """
+    for role, op in (("before", before), ("after", after)):
+        if getattr(op, "stream", None) is None:
+            raise TypeError(f"waits_for compares two operations issued to streams "
+                            f"(launches, copies, records); {role} is "
+                            f"{op.describe() if hasattr(op, 'describe') else repr(op)}")
     if after.stream.key() == before.stream.key():
         if after.index > before.index:
             return
-        fail(f"{waiter} was issued before {producer}, in the same stream")
+        fail(f"{label} was issued before {before_label}, in the same stream")
     waits = [op for op in ops.waits()
              if op.stream.key() == after.stream.key() and op.index < after.index]
     if not waits:
-        fail(f"{waiter}'s stream never waits for {producer}: record an event in "
-             f"{producer}'s stream after its work (event.record(stream)), and call "
-             f"event.wait(consumer_stream) before {waiter}'s launch")
+        fail(f"{label}'s stream never waits for {before_label}: record an event in "
+             f"{before_label}'s stream after its work (event.record(stream)), and call "
+             f"event.wait(consumer_stream) before {label}'s launch")
     problems = []
     for w in waits:
         rec = ops.recorded_before(w)
@@ -93,19 +100,21 @@ def waits_for(ops: OpLog, before, after, waiter: str = "the consumer",
                             "first, then wait")
         elif rec.stream.key() != before.stream.key():
             problems.append("it waits on an event recorded in another stream, not in "
-                            f"{producer}'s")
+                            f"{before_label}'s")
         elif rec.index < before.index:
-            problems.append(f"it waits on an event recorded before {producer} was "
+            problems.append(f"it waits on an event recorded before {before_label} was "
                             "launched: record the event after the launch")
         else:
             return
-    fail(f"{waiter} is not ordered after {producer}: {problems[-1]}")
+    fail(f"{label} is not ordered after {before_label}: {problems[-1]}")
 
 
-def no_host_sync(ops: OpLog, where: str = "") -> None:
+def no_host_sync(ops: OpLog, label: str = "") -> None:
     """The host did not wait in the recorded code: no synchronize (device, stream or
     event), no ``event.query()`` that found the work done, and no copy the host had to
-    wait for (a copy to the host with no stream, or into pageable memory)."""
+    wait for (a copy to the host with no stream, or into pageable memory). ``label``
+    names the code (``"produce_then_consume"``) in the message."""
+    where = f" inside {label}" if label else ""
     waits = ops.syncs() + [op for op in ops.queries() if op.detail.get("result")]
     if waits:
         kinds = ", ".join(sorted({op.describe().split(" (")[0] for op in waits}))
@@ -120,29 +129,42 @@ def no_host_sync(ops: OpLog, where: str = "") -> None:
              f"let the caller wait")
 
 
-def equal(got, expected, what: str, rtol: float = 1e-5, atol: float = 0.0) -> None:
+def equal(got, expected, label: str, rtol: float = 1e-5, atol: float = 0.0) -> None:
     """``got`` equals ``expected`` (arrays: element by element, floats within ``rtol``,
     or within ``atol`` of it: for results near zero, where the GPU's and numpy's last bits
-    of a ``sin`` differ by more than ``rtol`` of a tiny value)."""
+    of a ``sin`` differ by more than ``rtol`` of a tiny value; NaN equals NaN). ``label``
+    names the result in the message."""
     got, expected = np.asarray(got), np.asarray(expected)
     if got.shape != expected.shape:
-        fail(f"{what}: expected shape {expected.shape}, got {got.shape}")
-    close = np.isclose(got, expected, rtol=rtol, atol=atol) | (got == expected)
+        fail(f"{label}: expected shape {expected.shape}, got {got.shape}")
+    try:
+        close = np.isclose(got, expected, rtol=rtol, atol=atol, equal_nan=True) | \
+            (got == expected)
+    except TypeError:  # not numbers: compare as they are
+        close = np.asarray(got == expected)
     if not close.all():
         i = int(np.flatnonzero(~close.ravel())[0])
-        fail(f"{what}: {int((~close).sum())} of {close.size} values are wrong; the first at "
+        fail(f"{label}: {int((~close).sum())} of {close.size} values are wrong; the first at "
              f"index {i}: expected {expected.ravel()[i]!r}, got {got.ravel()[i]!r}. Did every "
              f"piece of work run, and finish, before the result was read?")
 
 
 @contextlib.contextmanager
-def time_per_stream(streams, names=None):
+def time_per_stream(streams, labels=None):
     """Bracket the block with an event pair in each stream: one span per stream.
 
     Yields a list that receives the :class:`~streamlab.Trace` once the block ends (the
     spans cover whatever the block issued to each stream, measured on the GPU).
+    ``labels`` names the rows (default: "stream 0", "stream 1", ...).
     """
-    names = names or [f"stream {i}" for i in range(len(streams))]
+    streams = list(streams)
+    if not streams:
+        raise ValueError("time_per_stream needs at least one stream to time")
+    names = list(labels) if labels is not None else [f"stream {i}"
+                                                      for i in range(len(streams))]
+    if len(names) != len(streams):
+        raise ValueError(f"time_per_stream got {len(streams)} streams and {len(names)} "
+                         f"labels: give one label per stream")
     starts = [cuda.event(timing=True) for _ in streams]
     ends = [cuda.event(timing=True) for _ in streams]
     origin = cuda.event(timing=True)
@@ -162,13 +184,15 @@ def time_per_stream(streams, names=None):
     out.append(Trace.from_spans(spans))
 
 
-def concurrency_at_least(trace: Trace, minimum: float, what: str) -> str:
-    """On a GPU, the spans overlapped at least ``minimum``-fold; on the simulator, say so."""
+def concurrency_at_least(trace: Trace, minimum: float, label: str) -> None:
+    """On a GPU, the spans overlapped at least ``minimum``-fold (it prints how much); on
+    the simulator, it says that it cannot tell. ``label`` names the work."""
     if on_simulator():
-        return f"{what}: overlap not checked on the simulator (it runs everything in order)"
+        print(f"{label}: overlap not checked on the simulator (it runs everything in order)")
+        return
     m = trace.metrics()
     if m.concurrency < minimum:
-        fail(f"{what}: the work overlapped only {m.concurrency:.1f}-fold (makespan "
+        fail(f"{label}: the work overlapped only {m.concurrency:.1f}-fold (makespan "
              f"{m.makespan_ms:.2f} ms for {m.busy_ms:.2f} ms of work); expected at least "
              f"{minimum}. Something is making the streams wait for each other")
-    return f"{what}: overlapped {m.concurrency:.1f}-fold"
+    print(f"{label}: overlapped {m.concurrency:.1f}-fold")

@@ -16,11 +16,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from .combine import as_trace
+
 
 def to_chrome_trace(trace, path=None) -> dict:
-    """The trace as a Chrome-trace dict; also written to ``path`` if one is given."""
-    if hasattr(trace, "trace") and not hasattr(trace, "spans"):
-        trace = trace.trace()
+    """The trace as a Chrome-trace dict; also written to ``path`` if one is given.
+
+    ``trace`` is what :func:`streamlab.plot` takes: a Trace, a Timeline, or a list of
+    them (one above the other)."""
+    trace = as_trace(trace, "to_chrome_trace")
     pid = 1
     tids = {row.label: i + 1 for i, row in enumerate(trace.rows)}
     for s in trace.spans:  # rows not declared (a hand-built trace): add them

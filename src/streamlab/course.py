@@ -111,6 +111,7 @@ def environment(config: Path | None, base=None) -> dict[str, str]:
 
 
 def main(argv: list[str]) -> int:
+    """``python -m streamlab lab [--teacher] [jupyter lab options]`` (see the module)."""
     teacher = "--teacher" in argv
     extra = [a for a in argv if a != "--teacher"]
     try:

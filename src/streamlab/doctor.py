@@ -28,6 +28,7 @@ def _parse(v: str) -> tuple[int, ...]:
 
 
 def versions() -> dict[str, str | None]:
+    """The installed versions of the packages the course depends on (None: missing)."""
     names = ["numba", "numba-cuda", "numpy", "cuda-bindings", "cuda-core", "matplotlib"]
     return {name: _version(name) for name in names}
 

@@ -206,6 +206,16 @@ def _trampoline(user_data):
         _run(*entry)
 
 
+def _takes_name(fn) -> bool:
+    import inspect
+
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):  # a builtin without a signature
+        return False
+    return "name" in params or any(p.kind == p.VAR_KEYWORD for p in params.values())
+
+
 def launch_host_func(stream, fn, *args, name: str | None = None, **kwargs) -> HostCall:
     """Have ``stream`` call ``fn(*args, **kwargs)`` on the host, in stream order.
 
@@ -216,6 +226,14 @@ def launch_host_func(stream, fn, *args, name: str | None = None, **kwargs) -> Ho
     """
     if not callable(fn):
         raise TypeError(f"launch_host_func needs a function to call, got {fn!r}")
+    if name is not None and _takes_name(fn):
+        raise TypeError(
+            f"launch_host_func's name= is the host function's label on a timeline, but "
+            f"{getattr(fn, '__name__', fn)!r} takes a parameter called name too, and would "
+            f"not get it. Pass it bound: functools.partial(fn, name=...), and a label with "
+            f"name=, or leave name= out")
+    if name is not None and not isinstance(name, str):
+        raise TypeError(f"name must be a str (the host function's label), got {name!r}")
     handle = handle_of(stream)
     call = HostCall(name or getattr(fn, "__name__", "host function"))
     op = emit("hostfn", call.name, stream)  # a recorder, if one is on, sees it too
@@ -256,6 +274,7 @@ class StreamDone:
         return result
 
     def done(self) -> bool:
+        """Has the stream's work (and so this awaitable) finished?"""
         return self._future.done()
 
 

@@ -28,7 +28,7 @@ module's copy functions, the Event, Stream and Context methods, the kernel launc
 when it is imported, and says so in its banner. So a call is recorded whatever name the
 code reached it by (``from numba.cuda import synchronize``, a bound ``s.synchronize`` kept
 from earlier) and from whichever thread. Outside a ``record_ops`` block the wrappers do
-nothing but call numba. ``streamlab.ops.uninstall()`` puts numba back exactly.
+nothing but call numba. ``streamlab.uninstall()`` puts numba back exactly.
 
 What a record holds (:class:`Op`): the kind (launch, copy, memset, record, wait, sync,
 query, hostfn, host), the stream (:class:`StreamRef`), the event object itself (kept
@@ -78,10 +78,12 @@ class StreamRef:
 
     @property
     def is_legacy_default(self) -> bool:
+        """Is this the legacy default stream (which waits for blocking streams)?"""
         return self.kind == "legacy default"
 
     @property
     def is_per_thread_default(self) -> bool:
+        """Is this a host thread's per-thread default stream?"""
         return self.kind == "per-thread default"
 
     def key(self):
@@ -121,6 +123,7 @@ class Region:
         return self.parts if self.parts is not None else ((self.lo, self.hi),)
 
     def overlaps(self, other: "Region") -> bool:
+        """Do the two share a byte (in the same allocation)?"""
         if self.alloc and other.alloc and self.alloc != other.alloc:
             return False
         if not (self.lo < other.hi and other.lo < self.hi):
@@ -221,26 +224,33 @@ class OpLog(list):
         return [op for op in self if not op.internal]
 
     def launches(self, name: str | None = None) -> list[Op]:
+        """The learner's kernel launches (of kernel ``name`` only, if given)."""
         return [op for op in self.user() if op.kind == "launch"
                 and (name is None or op.name == name)]
 
     def copies(self, direction: str | None = None) -> list[Op]:
+        """The learner's copies ("h2d", "d2h" or "d2d" only, if given)."""
         return [op for op in self.user() if op.kind == "copy"
                 and (direction is None or op.name == direction)]
 
     def records(self) -> list[Op]:
+        """The learner's event records."""
         return [op for op in self.user() if op.kind == "record"]
 
     def waits(self) -> list[Op]:
+        """The learner's event waits."""
         return [op for op in self.user() if op.kind == "wait"]
 
     def syncs(self) -> list[Op]:
+        """The learner's host synchronizes (device, stream, event)."""
         return [op for op in self.user() if op.kind == "sync"]
 
     def queries(self) -> list[Op]:
+        """The learner's event.query() calls (``detail["result"]``: what they found)."""
         return [op for op in self.user() if op.kind == "query"]
 
     def host_functions(self) -> list[Op]:
+        """The host functions the learner put into streams."""
         return [op for op in self.user() if op.kind == "hostfn"]
 
     def recorded_before(self, wait: Op) -> Op | None:
@@ -259,6 +269,7 @@ class OpLog(list):
         return [op for op in self.user() if op.stream is not None and op.stream.key() == key]
 
     def describe(self) -> str:
+        """Every operation, one line each."""
         return "\n".join(str(op) for op in self)
 
 
@@ -282,7 +293,7 @@ def _ref(stream) -> StreamRef:
 def is_pinned(ary) -> bool:
     """Is the host array ``ary`` in pinned (page-locked) memory?"""
     if on_simulator():
-        from ._simfill import is_pinned as sim_is_pinned
+        from ._pinned import is_pinned as sim_is_pinned
 
         return sim_is_pinned(ary)
     return _pinned_address(ary.__array_interface__["data"][0])
@@ -541,6 +552,7 @@ def record_ops():
 
 
 def add_listener(fn) -> None:
+    """Call ``fn(op)`` for every operation emitted from now on (a session race check)."""
     with _lock:
         _listeners.append(fn)
 
@@ -552,12 +564,6 @@ def add_after_emit(fn) -> None:
 
 
 def remove_listener(fn) -> None:
+    """Stop calling ``fn`` (see :func:`add_listener`)."""
     with _lock:
         _listeners.remove(fn)
-
-
-def uninstall() -> None:
-    """Put numba's functions back exactly as they were before ``import streamlab``."""
-    from . import _hooks
-
-    _hooks.uninstall()

@@ -81,6 +81,7 @@ class Race:
                 f"nothing orders the two. {self.fix(names)}")
 
     def fix(self, names: dict | None = None) -> str:
+        """How to order the two, in words."""
         first, second = self.first, self.second
         if first.kind == "copy" and first.name == "h2d" and not first.pinned and \
                 first.stream is not None and first.stream.is_legacy_default:
@@ -174,6 +175,7 @@ class Order:
                                           and PER_THREAD_SYNCS_WITH_LEGACY)
 
     def feed(self, op: Op) -> list[Race]:
+        """Take the next operation (in issue order); return the races it completes."""
         self.fed.append(op)
         host_agent = ("host", op.thread)
         host = self.host.setdefault(host_agent, {})
@@ -330,6 +332,7 @@ class RaceCheck:
         self.names = names or {}
 
     def report(self) -> str:
+        """The races and notes as a learner reads them."""
         return report(self.races, self.notes, names=self.names)
 
     def __bool__(self) -> bool:

@@ -11,18 +11,8 @@
 
 from __future__ import annotations
 
-from .trace import KINDS, Trace
-
-# A fixed colour per kind (matplotlib's tab10), so every plot in the course reads alike.
-COLOURS = {
-    "h2d": "#1f77b4",  # blue
-    "kernel": "#2ca02c",  # green
-    "d2h": "#ff7f0e",  # orange
-    "hostfn": "#9467bd",  # purple
-    "host": "#7f7f7f",  # grey
-    "wait": "#d62728",  # red
-    "other": "#8c564b",  # brown
-}
+from .combine import as_trace
+from .kinds import COLOURS, KINDS
 SIM_MARK = "simulator: sequential, not GPU timing"
 MIN_BAR = 0.0025  # the shortest bar drawn, as a fraction of the time axis
 
@@ -40,8 +30,9 @@ def plot(trace, ax=None, *, title: str | None = None, labels: bool = True,
     """
     import matplotlib.pyplot as plt
 
-    traces = _as_traces(trace)
-    rows, spans, device, simulated = _merge(traces)
+    merged = as_trace(trace, "plot")
+    rows, spans = list(merged.rows), list(merged.spans)
+    device, simulated = merged.device, merged.simulated
     if not spans:
         raise ValueError("nothing to plot: the timeline has no spans yet")
     if ax is None:
@@ -110,36 +101,3 @@ def _label_bars(ax, spans, index) -> None:
                      - ax.transData.transform((s.start_ms, 0))[0])
         if text.get_window_extent(renderer).width > bar_px - 8:
             text.remove()
-
-
-def _as_traces(obj) -> list[Trace]:
-    items = obj if isinstance(obj, (list, tuple)) else [obj]
-    out = []
-    for item in items:
-        if hasattr(item, "trace") and not isinstance(item, Trace):
-            item = item.trace()
-        if not isinstance(item, Trace):
-            raise TypeError(f"plot takes a Trace or a Timeline (or a list of them), got {item!r}")
-        out.append(item)
-    if not out:
-        raise ValueError("nothing to plot: an empty list")
-    return out
-
-
-def _merge(traces):
-    """One set of rows and spans; several devices' traces aligned on the host clock."""
-    if len(traces) == 1:
-        t = traces[0]
-        return list(t.rows), list(t.spans), t.device, t.simulated
-    from .trace import Row, Span
-
-    base = min(t.host_origin_s for t in traces)
-    rows, spans = [], []
-    for t in traces:
-        shift = (t.host_origin_s - base) * 1000.0
-        prefix = f"GPU {t.device_id}: "
-        rows += [Row(prefix + r.label, r.detail, r.host) for r in t.rows]
-        spans += [Span(s.name, prefix + s.row, s.kind, s.start_ms + shift, s.end_ms + shift)
-                  for s in t.spans]
-    names = sorted({t.device for t in traces})
-    return rows, spans, " + ".join(names), any(t.simulated for t in traces)

@@ -44,6 +44,7 @@ class StreamInfo:
     device: int
 
     def describe(self) -> str:
+        """'non-blocking stream, priority -2', say."""
         text = self.kind + " stream"
         if self.priority:
             text += f", priority {self.priority}"
@@ -57,18 +58,24 @@ def handle_of(stream) -> int:
             "a stream is required here; pass the stream the work was issued to "
             "(cuda.default_stream() for the default stream)"
         )
+    if isinstance(stream, bool) or not isinstance(stream, int) and \
+            getattr(stream, "__cuda_stream__", None) is None and \
+            not hasattr(stream, "handle"):
+        raise TypeError(
+            f"{stream!r} is not a CUDA stream: pass a stream from cuda.stream(), "
+            f"streamlab.stream(), cuda.default_stream() or a cuda.core Stream")
     if isinstance(stream, int):
+        if stream not in (0, _CU_STREAM_LEGACY, _CU_STREAM_PER_THREAD):
+            raise TypeError(
+                f"{stream} is not a stream: pass a stream object (cuda.stream(), "
+                f"cuda.default_stream(), ...). 0, 1 and 2 stand for CUDA's default "
+                f"streams; to use a raw CUstream address, wrap it with "
+                f"cuda.external_stream(address)")
         return stream
     proto = getattr(stream, "__cuda_stream__", None)
     if proto is not None:
         return int(proto()[1])
-    try:
-        return int(stream)
-    except (TypeError, ValueError):
-        raise TypeError(
-            f"{stream!r} is not a CUDA stream: pass a stream from cuda.stream(), "
-            f"streamlab.stream(), cuda.default_stream() or a cuda.core Stream"
-        ) from None
+    return int(stream)
 
 
 def canonical_handle(stream) -> int:
@@ -144,10 +151,16 @@ def _sim_info(stream, handle: int) -> StreamInfo:
     return StreamInfo(handle, kind, int(getattr(stream, "priority", 0)), 0)
 
 
+# The range of the H100s and H200s the course was measured on (GPU_NOTES): what the
+# simulator reports, so that a priority a GPU would refuse is refused there too.
+SIMULATED_PRIORITY_RANGE = (0, -5)
+
+
 def priority_range() -> tuple[int, int]:
-    """(lowest, highest) stream priority; a lower number runs first. (0, 0) on the simulator."""
+    """(lowest, highest) stream priority; a lower number runs first. On the simulator,
+    the range of the H100 and H200 (0 to -5), though nothing runs first there."""
     if on_simulator():
-        return (0, 0)
+        return SIMULATED_PRIORITY_RANGE
     from cuda.bindings import driver
 
     cuda.current_context()  # make sure numba's context is current
@@ -179,21 +192,22 @@ def stream(*, nonblocking: bool = False, priority: int | None = None):
     """
     if not isinstance(nonblocking, bool):
         raise TypeError(f"nonblocking must be True or False, got {nonblocking!r}")
-    if priority is not None and not isinstance(priority, int):
+    if priority is not None and (isinstance(priority, bool) or not isinstance(priority, int)):
         raise TypeError(f"priority must be an int or None, got {priority!r}")
-    if on_simulator():
-        s = cuda.stream()
-        s.nonblocking = nonblocking
-        s.priority = priority or 0
-        return s
     least, greatest = priority_range()
     if priority is None:
         priority = least  # CUDA's default: the lowest priority
     elif not greatest <= priority <= least:
+        where = "the simulator's (an H200's)" if on_simulator() else "this GPU's"
         raise ValueError(
-            f"priority {priority} is outside this GPU's range: from {least} (lowest) "
+            f"priority {priority} is outside {where} range: from {least} (lowest) "
             f"to {greatest} (highest); lower numbers run first."
         )
+    if on_simulator():
+        s = cuda.stream()
+        s.nonblocking = nonblocking
+        s.priority = priority
+        return s
     from cuda.bindings import driver as cu
     from numba.cuda.cudadrv import driver as nbdriver
 

@@ -48,7 +48,8 @@ from numba import cuda
 from ._device import device_name, on_simulator
 from .ops import internal
 from .streams import canonical_handle, stream_info, stream_key
-from .trace import HOST_KINDS, Row, Span, Trace, check_kind
+from .kinds import HOST_KINDS, check_kind
+from .trace import Row, Span, Trace
 
 
 class TimelineError(RuntimeError):
@@ -85,6 +86,9 @@ class Timeline:
     """
 
     def __init__(self, *, calibrations: int = 5):
+        if isinstance(calibrations, bool) or not isinstance(calibrations, int):
+            raise TypeError(f"calibrations must be a whole number of tries (5 by default), "
+                            f"got {calibrations!r}")
         self.simulated = on_simulator()
         self.device = device_name()
         self.device_id = cuda.get_current_device().id if not self.simulated else 0
@@ -92,6 +96,7 @@ class Timeline:
         self._rows: dict[object, Row] = {}  # key: stream handle, or ("host", thread id)
         self._labels: dict[int, str] = {}
         self._numbered = 0
+        self._open: dict[object, str] = {}  # stream key -> the span open on it
         self._lock = threading.Lock()  # rows may be made from several host threads
         self._origin, self.host_origin_s, self.clock_uncertainty_ms = self._calibrate(
             calibrations
@@ -129,10 +134,15 @@ class Timeline:
         A per-thread default stream is named for the thread that calls this."""
         if not isinstance(label, str) or not label:
             raise TypeError(f"a stream's label must be a non-empty string, got {label!r}")
+        if label.startswith("host: "):
+            raise ValueError(f"{label!r} looks like a host thread's row ('host: <thread>'): "
+                             f"name the stream something else")
         key = stream_key(canonical_handle(stream))
         taken = {lab for k, lab in self._labels.items() if k != key}
+        taken |= {row.label for k, row in self._rows.items() if k != key}
         if label in taken:
-            raise ValueError(f"the label {label!r} is already used for another stream")
+            raise ValueError(f"the label {label!r} is already used for another stream "
+                             f"(or a row of this timeline): choose another")
         self._labels[key] = label
         if key in self._rows:
             old = self._rows[key]
@@ -167,8 +177,12 @@ class Timeline:
             elif key == 1:
                 label = f"{info.kind} stream"
             else:
-                self._numbered += 1
-                label = f"stream {self._numbered}"
+                taken = set(self._labels.values()) | {r.label for r in self._rows.values()}
+                while True:  # skip numbers a name_stream label already took
+                    self._numbered += 1
+                    label = f"stream {self._numbered}"
+                    if label not in taken:
+                        break
         self._rows[key] = Row(label, info.describe())
         return label
 
@@ -213,13 +227,25 @@ class Timeline:
             )
         row = self._stream_row(stream)
         self._check_current_device()
+        key = stream_key(canonical_handle(stream))
+        with self._lock:
+            if key in self._open:
+                raise ValueError(
+                    f"span {name!r} opens inside span {self._open[key]!r} on the same "
+                    f"stream ({row}): spans on one stream cannot nest, or the work would "
+                    f"count twice. Close the first span before opening the next")
+            self._open[key] = str(name)
         start, end = cuda.event(timing=True), cuda.event(timing=True)
-        with internal():
-            start.record(stream)
-        yield
-        with internal():
-            end.record(stream)
-        self._entries.append(_GpuEntry(str(name), row, kind, start, end))
+        try:
+            with internal():
+                start.record(stream)
+            yield
+            with internal():
+                end.record(stream)
+            self._entries.append(_GpuEntry(str(name), row, kind, start, end))
+        finally:
+            with self._lock:
+                self._open.pop(key, None)
 
     def add(self, name: str, start_event, end_event, stream, kind: str = "kernel") -> None:
         """Add a span from two events that you recorded yourself in ``stream``.
@@ -279,6 +305,11 @@ class Timeline:
         """
         from numba.cuda.cudadrv.driver import CudaAPIError
 
+        if self._open:
+            names = ", ".join(repr(n) for n in self._open.values())
+            raise TimelineError(
+                f"span {names} was opened and not closed: read the timeline after its "
+                f"`with timeline.span(...)` block ends")
         spans = []
         for e in self._entries:
             if isinstance(e, _HostEntry):
@@ -324,15 +355,19 @@ class Timeline:
 
     # Shortcuts that read the trace.
     def table(self) -> str:
+        """The trace's table (see :meth:`Trace.table`)."""
         return self.trace().table()
 
     def metrics(self, **kwargs):
+        """The trace's metrics (see :meth:`Trace.metrics`)."""
         return self.trace().metrics(**kwargs)
 
     def plot(self, **kwargs):
+        """Draw the trace (see :func:`streamlab.plot`)."""
         return self.trace().plot(**kwargs)
 
     def to_chrome_trace(self, path=None):
+        """The trace as Chrome trace JSON (see :func:`streamlab.to_chrome_trace`)."""
         return self.trace().to_chrome_trace(path)
 
     def __len__(self) -> int:

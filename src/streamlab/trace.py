@@ -16,26 +16,10 @@ alone, so a trace can be built by hand in a test or a lab check.
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass, field
 
-# The kinds of span, each with a fixed colour in the plot.
-KINDS = {
-    "h2d": "host-to-device copy",
-    "kernel": "kernel",
-    "d2h": "device-to-host copy",
-    "hostfn": "host function (run by a stream)",
-    "host": "host work",
-    "wait": "wait",
-    "other": "other GPU work",
-}
-HOST_KINDS = ("host", "hostfn")  # kinds a span on a host thread's row may have
-
-
-def check_kind(kind: str) -> str:
-    if kind not in KINDS:
-        choices = ", ".join(repr(k) for k in KINDS)
-        raise ValueError(f"unknown span kind {kind!r}: use one of {choices}")
-    return kind
+from .kinds import HOST_KINDS, KINDS, check_kind  # noqa: F401  (re-exported)
 
 
 @dataclass(frozen=True)
@@ -50,6 +34,11 @@ class Span:
 
     def __post_init__(self):
         check_kind(self.kind)
+        for field_name in ("start_ms", "end_ms"):
+            value = getattr(self, field_name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Real):
+                raise TypeError(f"span {self.name!r}: {field_name} must be a number of "
+                                f"milliseconds, got {value!r}")
         if not self.end_ms >= self.start_ms:
             raise ValueError(
                 f"span {self.name!r} ends ({self.end_ms:.4f} ms) before it starts "
@@ -58,6 +47,7 @@ class Span:
 
     @property
     def duration_ms(self) -> float:
+        """How long it ran, in ms."""
         return self.end_ms - self.start_ms
 
 
@@ -108,11 +98,12 @@ class Trace:
     def from_spans(cls, spans, **kwargs) -> "Trace":
         """A trace from spans alone; rows appear in order of first use.
 
-        A row whose first span is host work (kind "host") is a host thread's row.
+        A row whose first span is host work (kind "host" or "hostfn") is a host
+        thread's row.
         """
         rows: dict[str, Row] = {}
         for s in spans:
-            rows.setdefault(s.row, Row(s.row, host=s.kind == "host"))
+            rows.setdefault(s.row, Row(s.row, host=s.kind in HOST_KINDS))
         return cls(tuple(spans), tuple(rows.values()), **kwargs)
 
     # --- looking things up -------------------------------------------------------
@@ -131,9 +122,11 @@ class Trace:
 
     @property
     def host_rows(self) -> set[str]:
+        """The labels of the host threads' rows."""
         return {r.label for r in self.rows if r.host}
 
     def on_row(self, row: str) -> list[Span]:
+        """The spans on row ``row``, in the order recorded."""
         return [s for s in self.spans if s.row == row]
 
     def select(self, kinds=None, rows=None) -> list[Span]:

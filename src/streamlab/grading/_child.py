@@ -46,6 +46,7 @@ class Guard:
         self.sysmods: dict = {}
 
     def snapshot_modules(self) -> None:
+        """Note the objects of every watched module loaded now (and not noted yet)."""
         for name, mod in list(sys.modules.items()):
             if mod is None or not _watched(name) or name in self.modules:
                 continue
@@ -72,6 +73,7 @@ class Guard:
                 self.names[key] = value
 
     def problems(self, ns: dict) -> list[str]:
+        """What was replaced since the snapshots, in words; empty if nothing."""
         found = []
         for name, mod in self.sysmods.items():
             if sys.modules.get(name) is not mod:
@@ -135,6 +137,7 @@ def _run_cell(source: str, name: str, ns: dict, loop) -> None:
 
 
 def main() -> int:
+    """Judge one graded part: read its spec, run the cells, write the verdict."""
     spec = json.loads(sys.stdin.read())
     verdict_fd, nonce, part = spec["fd"], spec["nonce"], spec["part"]
     # the verdict pipe stays out of reach of the notebook's code once it runs

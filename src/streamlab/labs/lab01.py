@@ -46,6 +46,7 @@ def dummy_kernel(x):
 
 
 def reference(x, reps=REPS):
+    """What ``work`` computes, in numpy (float32, like the GPU)."""
     acc = np.zeros_like(x)
     for k in range(reps):
         acc = acc * np.float32(0.5) + np.sin(x + np.float32(k))
@@ -130,14 +131,13 @@ def check_part1(launch_on_streams, *, count=8, nonblocking=False, seed=None):
         inputs, expected = fresh_inputs(count, seed)
         outputs = [cuda.device_array(N, np.float32) for _ in range(count)]
         ops, trace = _launch_and_time(launch_on_streams, (inputs, outputs, streams), streams)
-        check.no_host_sync(ops, " inside launch_on_streams")
+        check.no_host_sync(ops, "launch_on_streams")
         check.one_launch_per_stream(ops, "work", streams)
         order = analyze(ops)
         _concurrent(order, ops.launches("work"), "kernel")
         no_races(ops, order)
         _results(outputs, expected)
-        print(check.concurrency_at_least(trace, 0.65 * count,
-                                         f"{count} kernels on {count} streams"))
+        check.concurrency_at_least(trace, 0.65 * count, f"{count} kernels on {count} streams")
 
 
 def check_part2(launch_with_dummies, *, count=8, seed=None):
@@ -150,7 +150,7 @@ def check_part2(launch_with_dummies, *, count=8, seed=None):
         dummy = cuda.device_array(1, np.float32)
         ops, trace = _launch_and_time(launch_with_dummies,
                                       (inputs, outputs, streams, dummy), streams)
-        check.no_host_sync(ops, " inside launch_with_dummies")
+        check.no_host_sync(ops, "launch_with_dummies")
         check.one_launch_per_stream(ops, "work", streams)
         dummies = ops.launches("dummy_kernel")
         if len(dummies) != count:
@@ -160,8 +160,8 @@ def check_part2(launch_with_dummies, *, count=8, seed=None):
         _concurrent(order, ops.launches("work"), "worker kernel")
         no_races(ops, order)
         _results(outputs, expected)
-        print(check.concurrency_at_least(trace, 0.65 * count,
-                                         f"{count} kernels with dummies between them"))
+        check.concurrency_at_least(trace, 0.65 * count,
+                                   f"{count} kernels with dummies between them")
 
 
 def check_part3(wait_for, *, short_ms=5, long_ms=60):

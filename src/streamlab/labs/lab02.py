@@ -97,7 +97,7 @@ def check_part1(produce_then_consume, *, nonblocking=False, seed=None):
             with internal():
                 streamlab.spin[1, 1, p_stream](BUSY_NS)  # the producer's stream is busy
             produce_then_consume(src, data, out, p_stream, c_stream)
-        check.no_host_sync(ops, " inside produce_then_consume")
+        check.no_host_sync(ops, "produce_then_consume")
         check.one_launch_per_stream(ops, "producer", [p_stream])
         check.one_launch_per_stream(ops, "consumer", [c_stream])
         order = analyze(ops)
@@ -118,7 +118,7 @@ def check_part2(fan_out, *, count=3, seed=None):
             with internal():
                 streamlab.spin[1, 1, p_stream](BUSY_NS)
             fan_out(src, data, outs, p_stream, c_streams)
-        check.no_host_sync(ops, " inside fan_out")
+        check.no_host_sync(ops, "fan_out")
         check.one_launch_per_stream(ops, "producer", [p_stream])
         check.one_launch_per_stream(ops, "consumer", c_streams)
         order = analyze(ops)

@@ -43,6 +43,7 @@ def consumer_kernel(buffer, start, size):
 
 
 def blocks(size):
+    """Blocks of THREADS threads enough for ``size`` elements."""
     return (size + THREADS - 1) // THREADS
 
 
@@ -127,7 +128,7 @@ def check_part1(make_barrier, *, m=4, n=2):
     with part(1, make_barrier):
         ops, producers, consumers, rendezvous, barrier, buffer = _run_program(
             m, n, make_barrier, _checkers_consumer, "make_barrier")
-        check.no_host_sync(ops, " in make_barrier")
+        check.no_host_sync(ops, "make_barrier")
         if not isinstance(barrier, type(cuda.event())):
             check.fail(f"make_barrier returned {barrier!r}: return the event you recorded")
         key = StreamRef.of(rendezvous).key()
@@ -160,7 +161,7 @@ def check_part2(launch_consumer, *, m=4, n=2):
     with part(2, launch_consumer):
         ops, producers, consumers, rendezvous, barrier, buffer = _run_program(
             m, n, _checkers_barrier, launch_consumer, "launch_consumer")
-        check.no_host_sync(ops, " in launch_consumer")
+        check.no_host_sync(ops, "launch_consumer")
         check.one_launch_per_stream(ops, "consumer_kernel", consumers)
         order = _consumers_after_producers(
             ops, producers,

@@ -93,7 +93,7 @@ def check_part1(copy_compute_copy, *, seed=None):
         s = streamlab.stream(nonblocking=True)
         with record_ops() as ops:
             copy_compute_copy(h_in, h_out, d_in, d_out, s)
-        check.no_host_sync(ops, " inside copy_compute_copy")
+        check.no_host_sync(ops, "copy_compute_copy")
         steps = [(op.kind, op.name) for op in ops.on_stream(s)]
         if steps != [("copy", "h2d"), ("launch", "transform"), ("copy", "d2h")]:
             others = [op.describe() for op in ops.user()

@@ -66,7 +66,7 @@ def check_part1(post_process_in_order, *, count=6, seed=None):
             deadline = time.perf_counter() + 10
             while len(results) < count and time.perf_counter() < deadline:
                 time.sleep(0.001)
-        check.no_host_sync(ops, " inside post_process_in_order")
+        check.no_host_sync(ops, "post_process_in_order")
         mine = streamlab.StreamRef.of(s)
         copies, posts = ops.copies("d2h"), ops.host_functions()
         if len(copies) != count or any(op.stream != mine for op in copies):

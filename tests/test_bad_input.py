@@ -1,0 +1,162 @@
+"""The helper package refuses bad input with a message that says what to do, one case at
+a time (the cases a learner ran into, each once passed silently or gave an obscure
+traceback), and gives the right answer where the input was right after all."""
+
+import math
+
+import matplotlib
+import numpy as np
+import pytest
+from numba import cuda
+
+import streamlab
+from streamlab import Span, Trace, TimelineError, check
+
+matplotlib.use("Agg")
+
+
+@cuda.jit
+def touch(x):
+    x[0] = 1
+
+
+def test_a_number_is_not_a_stream():
+    tl = streamlab.Timeline()
+    for bad in (5, 1.7):
+        with pytest.raises(TypeError, match="is not a stream|is not a CUDA stream"):
+            with tl.span("x", bad):
+                pass
+    with pytest.raises(TypeError, match="is not a CUDA stream"):
+        streamlab.stream_info(3.9)
+    with pytest.raises(TypeError, match="cuda.external_stream"):
+        streamlab.stream_info(12345)
+    assert streamlab.stream_info(0).kind == "legacy default"  # 0 is the default stream
+
+
+def test_a_label_cannot_take_another_rows_name():
+    tl = streamlab.Timeline()
+    a, b = cuda.stream(), cuda.stream()
+    with tl.span("first", a):
+        touch[1, 1, a](cuda.device_array(1))
+    with pytest.raises(ValueError, match="already used"):
+        tl.name_stream(b, "stream 1")                      # a's automatic label
+    tl.name_stream(b, "stream 2")                          # taken first by a name...
+    c = cuda.stream()
+    with tl.span("third", c):                              # ...so c is numbered past it
+        touch[1, 1, c](cuda.device_array(1))
+    rows = [r.label for r in tl.trace().rows]
+    assert len(rows) == len(set(rows)) == 2 and "stream 3" in rows
+    with pytest.raises(ValueError, match="host thread's row"):
+        tl.name_stream(c, "host: MainThread")
+
+
+def test_spans_on_one_stream_cannot_nest_and_an_open_span_is_named():
+    tl = streamlab.Timeline()
+    s = cuda.stream()
+    with tl.span("outer", s):
+        with pytest.raises(ValueError, match="opens inside span 'outer'"):
+            with tl.span("inner", s):
+                pass
+    assert tl.metrics().spans == 1
+    open_span = tl.span("never closed", s)
+    open_span.__enter__()
+    with pytest.raises(TimelineError, match="'never closed' was opened and not closed"):
+        tl.trace()
+
+
+def test_a_priority_no_gpu_has_is_refused_on_the_simulator_too():
+    low, high = streamlab.priority_range()
+    with pytest.raises(ValueError, match="outside"):
+        streamlab.stream(priority=99)
+    with pytest.raises(ValueError, match="outside"):
+        streamlab.stream(priority=high - 1)
+    assert streamlab.stream_info(streamlab.stream(priority=high)).priority == high
+    with pytest.raises(TypeError, match="priority must be an int"):
+        streamlab.stream(priority=True)
+
+
+def test_two_timelines_in_one_plot_keep_their_rows_apart():
+    traces = []
+    for _ in range(2):
+        tl = streamlab.Timeline()
+        s = cuda.stream()
+        with tl.span("k", s):
+            touch[1, 1, s](cuda.device_array(1))
+        traces.append(tl)
+    ax = streamlab.plot(traces)
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert len(labels) == 2 and labels[0] != labels[1]
+    doc = streamlab.to_chrome_trace(traces)               # takes what plot takes
+    threads = [e for e in doc["traceEvents"] if e["name"] == "thread_name"]
+    assert len(threads) == 2
+    with pytest.raises(TypeError, match="not the path"):
+        streamlab.to_chrome_trace("trace.json")
+
+
+def test_a_host_functions_row_is_a_host_row():
+    t = Trace.from_spans([Span("post", "host: driver", "hostfn", 0, 1),
+                          Span("k", "stream 1", "kernel", 0, 2)])
+    assert t.host_rows == {"host: driver"}
+    assert t.metrics().spans == 1
+
+
+def test_a_span_needs_numbers_for_its_times():
+    with pytest.raises(TypeError, match="start_ms must be a number"):
+        Span("k", "stream 1", "kernel", "0", 1)
+    assert Span("k", "stream 1", "kernel", np.float32(0), 1).duration_ms == 1
+
+
+def test_host_function_name_is_the_label_not_the_functions_argument():
+    s = cuda.stream()
+
+    def greet(name):
+        return f"hello {name}"
+
+    with pytest.raises(TypeError, match="functools.partial"):
+        streamlab.launch_host_func(s, greet, name="a label")
+    call = streamlab.launch_host_func(s, lambda: 7, name="seven")
+    assert call.wait(timeout=10) == 7 and call.name == "seven"
+
+
+def test_a_keyboard_interrupt_in_a_host_function_is_not_swallowed_on_the_simulator(sim_only):
+    s = cuda.stream()
+
+    def interrupted():
+        raise KeyboardInterrupt
+
+    call = streamlab.launch_host_func(s, interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        s.synchronize()                 # the host function runs here, on this thread
+    assert isinstance(call.exception, KeyboardInterrupt)
+
+
+def test_nan_equals_nan_in_a_check():
+    check.equal([math.nan, 1.0], [math.nan, 1.0], "values")
+    with pytest.raises(check.CheckFailed, match="1 of 2 values are wrong"):
+        check.equal([math.nan, 1.0], [1.0, 1.0], "values")
+
+
+def test_checks_take_what_they_can_judge():
+    s = cuda.stream()
+    with streamlab.record_ops() as ops:
+        touch[1, 1, s](cuda.device_array(1))
+        cuda.synchronize()
+    launch, sync = ops[0], ops.syncs()[0]
+    with pytest.raises(TypeError, match="two operations issued to streams"):
+        check.waits_for(ops, launch, sync)
+    with pytest.raises(ValueError, match="at least one stream"):
+        with check.time_per_stream([]):
+            pass
+    with pytest.raises(ValueError, match="2 streams and 1 labels"):
+        with check.time_per_stream([s, cuda.stream()], labels=["only one"]):
+            pass
+    assert check.concurrency_at_least(Trace.from_spans([Span("k", "s", "kernel", 0, 1)]),
+                                      0.5, "one kernel") is None
+    assert streamlab.CheckFailed is check.CheckFailed
+
+
+def test_calibrations_must_be_a_number_of_tries():
+    with pytest.raises(TypeError, match="whole number of tries"):
+        streamlab.Timeline(calibrations="3")
+    with pytest.raises(ValueError, match="at least 1"):
+        streamlab.Timeline(calibrations=0)

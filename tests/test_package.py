@@ -1,0 +1,75 @@
+"""The helper package's shape: no two modules import each other, and every public
+function, class and method says what it does."""
+
+import ast
+import importlib
+import inspect
+import pkgutil
+from pathlib import Path
+
+import streamlab
+
+PACKAGE = Path(streamlab.__file__).parent
+
+
+def module_name(path: Path) -> str:
+    rel = path.relative_to(PACKAGE.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imports_of(path: Path) -> set[str]:
+    """Every streamlab module ``path`` imports, at the top or inside a function."""
+    name = module_name(path)
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.startswith("streamlab")}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                target = f"{base}.{node.module}" if node.module else base
+            else:
+                target = node.module or ""
+            if target.startswith("streamlab"):
+                for alias in node.names:  # `from . import ops` imports the module ops
+                    module = f"{target}.{alias.name}"
+                    as_path = PACKAGE.parent / module.replace(".", "/")
+                    if as_path.with_suffix(".py").exists() or as_path.is_dir():
+                        found.add(module)
+                    else:
+                        found.add(target)
+    found.discard(name)
+    return found
+
+
+def test_no_two_modules_of_the_package_import_each_other():
+    graph = {module_name(p): imports_of(p) for p in PACKAGE.rglob("*.py")}
+    mutual = sorted({tuple(sorted((a, b))) for a, targets in graph.items() for b in targets
+                     if a in graph.get(b, set())})
+    assert not mutual, f"modules that import each other: {mutual}"
+
+
+def public_objects():
+    for info in pkgutil.walk_packages([str(PACKAGE)], "streamlab."):
+        if info.name.endswith("__main__") or info.name == "streamlab.grading.preprocessor":
+            continue
+        mod = importlib.import_module(info.name)
+        for name, obj in vars(mod).items():
+            if name.startswith("_") or getattr(obj, "__module__", None) != mod.__name__:
+                continue
+            if inspect.isfunction(obj) or inspect.isclass(obj):
+                yield f"{mod.__name__}.{name}", obj
+                if inspect.isclass(obj):
+                    for attr, member in vars(obj).items():
+                        if not attr.startswith("_") and (inspect.isfunction(member)
+                                                         or isinstance(member, property)):
+                            yield f"{mod.__name__}.{name}.{attr}", member
+
+
+def test_every_public_function_class_and_method_has_a_docstring():
+    missing = [name for name, obj in public_objects() if not inspect.getdoc(obj)]
+    assert not missing, f"no docstring: {missing}"
