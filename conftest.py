@@ -80,3 +80,12 @@ def _close_figures():
     plt.close("all")
 
 
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Mark a test that failed (``item.failed``), for fixtures that keep evidence of it
+    (the browser test's screenshot)."""
+    outcome = yield
+    if outcome.get_result().failed:
+        item.failed = True

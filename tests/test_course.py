@@ -6,18 +6,13 @@ are served, the contents open rendered, and nbgrader's pieces are off unless --t
 
 import importlib.util
 import json
-import re
-import socket
-import subprocess
-import sys
-import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 import streamlab
+from jupyter_server_for_tests import Server, get
+
 from streamlab import course as lab
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -57,60 +52,6 @@ def test_the_workspace_opens_the_readme_rendered_and_is_written_once(tmp_path):
     path.write_text('{"data": {}, "metadata": {"id": "streamlab"}}')  # the learner's layout
     lab.course_workspace(tmp_path)
     assert json.loads(path.read_text())["data"] == {}
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def get(url):
-    try:
-        with urllib.request.urlopen(url, timeout=10) as r:
-            return r.status, r.read().decode()
-    except urllib.error.HTTPError as err:
-        return err.code, ""
-
-
-class Server:
-    """``python -m streamlab lab`` with the given flags, run from ``cwd``."""
-
-    def __init__(self, *flags, cwd=ROOT / "notebooks"):
-        self.port = free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlab", "lab", *flags, "--no-browser",
-             f"--port={self.port}", "--IdentityProvider.token=", "--ServerApp.password=",
-             "--ServerApp.allow_root=True"],
-            cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-
-    def __enter__(self):
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise AssertionError(f"jupyter lab exited: {self.proc.stdout.read()}")
-            try:
-                if get(self.base + "/api/status")[0] == 200:
-                    return self
-            except (urllib.error.URLError, ConnectionError, TimeoutError):
-                pass
-            time.sleep(0.5)
-        raise AssertionError("jupyter lab did not start within 90 s")
-
-    def __exit__(self, *exc):
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-
-    def page_config(self, path="/lab"):
-        status, html = get(self.base + path)
-        assert status == 200, path
-        m = re.search(r'<script id="jupyter-config-data" type="application/json">(.*?)</script>',
-                      html, re.S)
-        return json.loads(m.group(1))
 
 
 def test_a_learner_gets_the_whole_course_and_no_teacher_tools():
