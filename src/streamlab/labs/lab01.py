@@ -110,15 +110,17 @@ def _results(outputs, expected):
 
 
 def warm_up() -> None:
-    """Compile this lab's kernels once (before any timing), and quiet numba's warning
-    about small grids: the labs use them on purpose."""
+    """Compile this lab's kernels once (before any timing), on zeros (uninitialised
+    memory would make the simulator warn of overflows), and quiet numba's warning about
+    small grids: the labs use them on purpose."""
     import warnings
 
     from numba.cuda.core.errors import NumbaPerformanceWarning
 
     warnings.simplefilter("ignore", NumbaPerformanceWarning)
-    work[1, 64](cuda.device_array(N, np.float32), cuda.device_array(N, np.float32), 1)
-    dummy_kernel[1, 1](cuda.device_array(1, np.float32))
+    a, b = cuda.to_device(np.zeros(N, np.float32)), cuda.to_device(np.zeros(N, np.float32))
+    work[1, 64](a, b, 1)
+    dummy_kernel[1, 1](cuda.to_device(np.zeros(1, np.float32)))
     streamlab.spin[1, 1](1)
     cuda.synchronize()
 

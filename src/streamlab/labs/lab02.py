@@ -73,15 +73,17 @@ def _ordered_after(order, ops, before, after, waiter, producer_name="the produce
 
 
 def warm_up() -> None:
-    """Compile this lab's kernels once (before any timing), and quiet numba's warning
-    about small grids: the labs use them on purpose."""
+    """Compile this lab's kernels once (before any timing), on zeros (uninitialised
+    memory would make the simulator warn of overflows), and quiet numba's warning about
+    small grids: the labs use them on purpose."""
     import warnings
 
     from numba.cuda.core.errors import NumbaPerformanceWarning
 
     warnings.simplefilter("ignore", NumbaPerformanceWarning)
-    producer[BLOCKS, THREADS](cuda.device_array(N, np.float32), cuda.device_array(N, np.float32))
-    consumer[BLOCKS, THREADS](cuda.device_array(N, np.float32), cuda.device_array(N, np.float32))
+    a, b = cuda.to_device(np.zeros(N, np.float32)), cuda.to_device(np.zeros(N, np.float32))
+    producer[BLOCKS, THREADS](a, b)
+    consumer[BLOCKS, THREADS](a, b)
     update_counter[1, 1](cuda.to_device(np.zeros(1, np.int32)), 0)
     streamlab.spin[1, 1](1)
     cuda.synchronize()

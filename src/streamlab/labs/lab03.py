@@ -109,14 +109,15 @@ def _consumers_after_producers(ops, producers, what):
 
 
 def warm_up() -> None:
-    """Compile this lab's kernels once (before any timing), and quiet numba's warning
-    about small grids: the labs use them on purpose."""
+    """Compile this lab's kernels once (before any timing), on zeros (uninitialised
+    memory would make the simulator warn of overflows), and quiet numba's warning about
+    small grids: the labs use them on purpose."""
     import warnings
 
     from numba.cuda.core.errors import NumbaPerformanceWarning
 
     warnings.simplefilter("ignore", NumbaPerformanceWarning)
-    d = cuda.device_array(1, np.int32)
+    d = cuda.to_device(np.zeros(1, np.int32))
     producer_kernel[1, 1](d, 0, 1)
     consumer_kernel[1, 1](d, 0, 1)
     streamlab.spin[1, 1](1)

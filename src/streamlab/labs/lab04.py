@@ -70,15 +70,16 @@ def fresh_chunks(count, seed=None):
 
 
 def warm_up() -> None:
-    """Compile this lab's kernels once (before any timing), and quiet numba's warning
-    about small grids: the labs use them on purpose."""
+    """Compile this lab's kernels once (before any timing), on zeros (uninitialised
+    memory would make the simulator warn of overflows), and quiet numba's warning about
+    small grids: the labs use them on purpose."""
     import warnings
 
     from numba.cuda.core.errors import NumbaPerformanceWarning
 
     warnings.simplefilter("ignore", NumbaPerformanceWarning)
-    transform[BLOCKS, THREADS](cuda.device_array(CHUNK, np.float32),
-                               cuda.device_array(CHUNK, np.float32))
+    transform[BLOCKS, THREADS](cuda.to_device(np.zeros(CHUNK, np.float32)),
+                               cuda.to_device(np.zeros(CHUNK, np.float32)))
     cuda.synchronize()
 
 

@@ -38,8 +38,9 @@ def fresh_device_chunks(count, seed=None):
 
 
 def warm_up() -> None:
-    """Compile this lab's kernels once (before any timing), and quiet numba's warning
-    about small grids: the labs use them on purpose."""
+    """Compile this lab's kernels once (before any timing), on zeros (uninitialised
+    memory would make the simulator warn of overflows), and quiet numba's warning about
+    small grids: the labs use them on purpose."""
     import warnings
 
     from numba.cuda.core.errors import NumbaPerformanceWarning
