@@ -459,19 +459,17 @@ def _sim_copies() -> None:
     from .hostfn import sim_flush
 
     fake = sim_da.FakeCUDAArray
-    in_kernel, device_region, host_region = _in_kernel, _sim_device_region, _sim_host_region
-
     def to_device_wrap(orig):
         def to_device(ary, stream=0, copy=True, to=None):
-            if not in_kernel():
+            if not _in_kernel():
                 sim_flush(stream)  # host functions queued in the stream run first
             out = orig(ary, stream=stream, copy=copy, to=to)
             if to is None and isinstance(out, fake):
                 out.stream = stream  # as on a GPU: the array remembers its stream
-                if copy and recording() and not in_kernel():
+                if copy and recording() and not _in_kernel():
                     host = ary if hasattr(ary, "__array_interface__") else None
-                    copy_op("h2d", stream, host=host_region(host) if host is not None
-                            else None, device=device_region(out),
+                    copy_op("h2d", stream, host=_sim_host_region(host) if host is not None
+                            else None, device=_sim_device_region(out),
                             pinned=host is not None and is_pinned(host),
                             synchronous=not stream)
             return out
@@ -479,28 +477,30 @@ def _sim_copies() -> None:
 
     def copy_to_host(orig):
         def copy_to_host(self, ary=None, stream=0):
-            if not in_kernel():
+            if not _in_kernel():
                 sim_flush(stream or self.stream)
             out = orig(self, ary, stream)
-            if recording() and not in_kernel():
+            if recording() and not _in_kernel():
                 stream = stream or self.stream  # as numba does on a GPU
-                copy_op("d2h", stream, host=host_region(out), device=device_region(self),
+                copy_op("d2h", stream, host=_sim_host_region(out),
+                        device=_sim_device_region(self),
                         pinned=is_pinned(out), synchronous=not stream)
             return out
         return copy_to_host
 
     def copy_to_device(orig):
         def copy_to_device(self, ary, stream=0):
-            if not in_kernel():
+            if not _in_kernel():
                 sim_flush(stream or self.stream)
             out = orig(self, ary, stream)
-            if recording() and not in_kernel():
+            if recording() and not _in_kernel():
                 stream = stream or self.stream
                 if isinstance(ary, fake):
-                    copy_op("d2d", stream, host=None, device=device_region(self),
-                            src=device_region(ary), pinned=None, synchronous=False)
+                    copy_op("d2d", stream, host=None, device=_sim_device_region(self),
+                            src=_sim_device_region(ary), pinned=None, synchronous=False)
                 else:
-                    copy_op("h2d", stream, host=host_region(ary), device=device_region(self),
+                    copy_op("h2d", stream, host=_sim_host_region(ary),
+                            device=_sim_device_region(self),
                             pinned=is_pinned(ary), synchronous=not stream)
             return out
         return copy_to_device
@@ -518,25 +518,23 @@ def _sim_element_access() -> None:
     from numba.cuda.simulator.cudadrv import devicearray as sim_da
 
     fake = sim_da.FakeCUDAArray
-    in_kernel, device_region = _in_kernel, _sim_device_region
-
     def getitem(orig):
         def __getitem__(self, idx):
             out = orig(self, idx)
-            if not isinstance(out, fake) and recording() and not in_kernel():
+            if not isinstance(out, fake) and recording() and not _in_kernel():
                 # an element read from the host: a device-to-host copy on a GPU
                 emit("copy", "d2h", self.stream or 0, pinned=False, blocking=True,
-                     reads=(device_region(self),))
+                     reads=(_sim_device_region(self),))
             return out
         return __getitem__
 
     def setitem(orig):
         def __setitem__(self, idx, val):
             out = orig(self, idx, val)
-            if recording() and not in_kernel():
+            if recording() and not _in_kernel():
                 # an element written from the host: a copy and a synchronize on a GPU
                 emit("copy", "h2d", self.stream or 0, pinned=False, blocking=True,
-                     writes=(device_region(self),))
+                     writes=(_sim_device_region(self),))
             return out
         return __setitem__
 

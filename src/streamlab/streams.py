@@ -58,9 +58,8 @@ def handle_of(stream) -> int:
             "a stream is required here; pass the stream the work was issued to "
             "(cuda.default_stream() for the default stream)"
         )
-    if isinstance(stream, bool) or not isinstance(stream, int) and \
-            getattr(stream, "__cuda_stream__", None) is None and \
-            not hasattr(stream, "handle"):
+    is_stream_object = hasattr(stream, "__cuda_stream__") or hasattr(stream, "handle")
+    if isinstance(stream, bool) or not (isinstance(stream, int) or is_stream_object):
         raise TypeError(
             f"{stream!r} is not a CUDA stream: pass a stream from cuda.stream(), "
             f"streamlab.stream(), cuda.default_stream() or a cuda.core Stream")
