@@ -4,7 +4,7 @@
 # answers included), the overhead benchmark; then docs/gpu-results.md written from what
 # was measured.
 #   bash scripts/gpu-check.sh        (results go to $OUT, default ./gpu-out)
-# $OUT gets: gpu-results.md, pytest.txt, bench.txt, doctor.txt, notebooks.txt,
+# $OUT gets: gpu-results.md, pytest.txt, bench.txt, model.txt, model.json, doctor.txt, notebooks.txt,
 # notebooks.json and notebooks.tar (the executed notebooks and solutions, to commit),
 # junit.xml and tests.json (what the tests part ran and measured).
 # In parts, for machines that limit one command's time:
@@ -50,6 +50,9 @@ if [ "$PART" != notebooks ]; then
   cp "$WORK/junit.xml" "$OUT/junit.xml"
   [ -f "$WORK/tests.json" ] && cp "$WORK/tests.json" "$OUT/tests.json"
   python3 benchmarks/span_overhead.py --json "$WORK/bench.json" > "$OUT/bench.txt" 2>&1 || status=1
+  # the model GPU's predictions against this GPU (a table in the page)
+  python3 scripts/model_vs_gpu.py --json "$OUT/model.json" > "$OUT/model.txt" 2>&1 || status=1
+  cat "$OUT/model.txt"
   # an earlier tests part (EARLIER=folder with its junit.xml and tests.json): one page
   junits="$WORK/junit.xml" figures="$WORK/tests.json"
   if [ -n "${EARLIER:-}" ]; then
@@ -61,6 +64,7 @@ if [ "$PART" != notebooks ]; then
   # shellcheck disable=SC2086  # junits and figures are lists of paths
   python3 scripts/gpu_results.py --tests $figures --bench "$WORK/bench.json" \
     --junit $junits ${nb_json:+$( [ -f "$nb_json" ] && echo --notebooks "$nb_json")} \
+    $( [ -f "$OUT/model.json" ] && echo --model "$OUT/model.json") \
     --out "$OUT/gpu-results.md" > /dev/null || status=1
 fi
 echo "gpu-check: exit status $status"

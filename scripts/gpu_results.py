@@ -66,6 +66,24 @@ def notebook_sections(results):
     return lines
 
 
+def model_section(result):
+    """The model GPU's predictions against this run's measurements."""
+    lines = ["", "### The model GPU against the GPU (scripts/model_vs_gpu.py)", "",
+             f"Each experiment is a notebook's code, measured (median of {result['repeats']} "
+             f"runs) and predicted by `streamlab.predict()` with the "
+             f"`{result['profile']}` profile (measured {result['profile_measured']} by "
+             f"`scripts/measure_profile.py`). Makespans of the stream rows:", "",
+             "| experiment | predicted (ms) | measured (ms) | error |",
+             "| --- | ---: | ---: | ---: |"]
+    for r in result["rows"]:
+        lines.append(f"| {r['experiment']} | {r['predicted_ms']:.3f} | "
+                     f"{r['measured_ms']:.3f} | {r['error_pct']:+.1f} % |")
+    lines += ["", f"Median of the absolute errors: **{result['median_abs_error_pct']:.1f} %** "
+              f"over {len(result['rows'])} experiments; the largest "
+              f"{result['max_abs_error_pct']:.1f} %."]
+    return lines
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tests", required=True, nargs="+",
@@ -74,6 +92,7 @@ def main():
     ap.add_argument("--junit", required=True, nargs="+",
                     help="junit XML of the tests (one per part of a run in parts)")
     ap.add_argument("--notebooks", help="JSON written by scripts/run_notebooks.py")
+    ap.add_argument("--model", help="JSON written by scripts/model_vs_gpu.py")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     if streamlab.on_simulator():
@@ -111,6 +130,8 @@ def main():
     lines += figures_table(tests) if tests else ["Not in this run."]
     lines += ["", "### Cost of measuring (benchmarks/span_overhead.py)", ""]
     lines += figures_table(bench)
+    if a.model:
+        lines += model_section(json.loads(Path(a.model).read_text()))
     if a.notebooks:
         lines += notebook_sections(json.loads(Path(a.notebooks).read_text()))
     lines.append("")

@@ -26,4 +26,10 @@ def test_simulator_traces_say_so():
                          simulated=True)
     names = [e["args"]["name"] for e in to_chrome_trace(t)["traceEvents"]
              if e["name"] == "process_name"]
-    assert names == ["CUDA simulator (simulator: sequential, not GPU timing)"]
+    assert names == ["CUDA simulator (sequential, host clock: not GPU timing)"]
+    modelled = Trace.from_spans([Span("k", "s", "kernel", 0, 1)], device="CUDA simulator",
+                                simulated=True, model="model of an NVIDIA H200, not a "
+                                "measurement")
+    names = [e["args"]["name"] for e in to_chrome_trace(modelled)["traceEvents"]
+             if e["name"] == "process_name"]
+    assert names == ["model of an NVIDIA H200, not a measurement"]

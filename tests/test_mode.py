@@ -71,7 +71,9 @@ def test_simulator_is_announced_in_one_plain_line_and_what_is_patched_in_another
     lines = r.stdout.strip().splitlines()
     assert len(lines) == 2
     assert "simulator" in lines[0] and "nothing runs concurrently" in lines[0]
-    assert "host clock" in lines[0]
+    assert "model of an NVIDIA H200, not a measurement" in lines[0]
+    off = run_python("import streamlab", STREAMLAB_DEVICE="sim", STREAMLAB_MODEL="off")
+    assert "host clock" in off.stdout.strip().splitlines()[0]
     assert "fills the simulator's gaps" in lines[1] and "uninstall() undoes it" in lines[1]
 
 

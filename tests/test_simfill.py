@@ -30,15 +30,18 @@ def fill(x, value):
         x[i] = value
 
 
-def test_events_accept_timing_and_measure_the_host_clock():
+def test_events_accept_timing_and_time_the_model_gpu():
     s = cuda.stream()
     start, end = cuda.event(timing=True), cuda.event()
     start.record(s)
+    t0 = time.perf_counter()
     sleep_ms[1, 1, s](20)
+    slept_s = time.perf_counter() - t0
     end.record(s)
     end.synchronize()
     ms = start.elapsed_time(end)
-    assert 19 <= ms < 200
+    assert 20 <= ms < 20.5  # the threads' nanosleep, counted by the model, not slept
+    assert slept_s < 0.015
     assert cuda.event_elapsed_time(start, end) == ms
     assert end.query() is True
 
@@ -101,11 +104,32 @@ def test_broken_callbacks_point_to_what_works():
         s.async_done()
 
 
-def test_nanosleep_and_the_spin_kernel_run_in_the_simulator():
+def test_the_spin_kernel_takes_its_time_on_the_model_not_the_host():
     s = cuda.stream()
+    end = cuda.event()
     t0 = time.perf_counter()
+    start = cuda.event()
+    start.record(s)
     streamlab.spin[1, 1, s](streamlab.ms_to_ns(5))
-    assert time.perf_counter() - t0 >= 0.005
+    end.record(s)
+    assert time.perf_counter() - t0 < 0.004
+    assert end.query() is False  # a GPU would still be spinning
+    end.synchronize()
+    assert 5 <= start.elapsed_time(end) < 5.2
+
+
+def test_with_the_model_off_nanosleep_sleeps_on_the_host(tmp_path):
+    import subprocess
+    import sys
+
+    code = ("import time, streamlab\nfrom numba import cuda\ns = cuda.stream()\n"
+            "t0 = time.perf_counter()\nstreamlab.spin[1, 1, s](streamlab.ms_to_ns(30))\n"
+            "print(time.perf_counter() - t0, streamlab.model.simulator_model())\n")
+    env = dict(__import__("os").environ, STREAMLAB_MODEL="off", STREAMLAB_QUIET="1",
+               STREAMLAB_DEVICE="sim")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, check=True).stdout.split()
+    assert float(out[0]) >= 0.03 and out[1] == "None"
 
 
 def test_nonblocking_stand_in_carries_its_flags():

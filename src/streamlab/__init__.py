@@ -20,8 +20,10 @@ from numba import cuda as _cuda  # noqa: E402  (must follow the mode choice)
 
 if _chosen.simulator:
     from . import _simfill
+    from .model import start_simulator_model as _start_model
 
     _simfill.apply(_cuda)
+    _start_model()  # events, elapsed_time, query and timelines: a model GPU's
 
 from . import _hooks  # noqa: E402
 from ._hooks import uninstall  # noqa: E402  (puts numba's functions back)
@@ -37,7 +39,9 @@ from .hostfn import HostCall, HostFuncError, launch_host_func, stream_done  # no
 from .ops import Op, OpLog, Region, StreamRef, host_access, is_pinned, record_ops  # noqa: E402
 from .order import Race, RaceError, find_races, race_check  # noqa: E402
 from .kinds import COLOURS, KINDS  # noqa: E402
-from .plot import plot  # noqa: E402
+from . import model  # noqa: E402
+from .model import kernel_cost, now, predict, size  # noqa: E402
+from .plot import compare, plot  # noqa: E402
 from .spin import globaltimer, ms_to_ns, spin  # noqa: E402
 from .streams import StreamInfo, priority_range, stream, stream_info  # noqa: E402
 from .timeline import Timeline, TimelineError, TimelineNotReady  # noqa: E402
@@ -52,7 +56,7 @@ __all__ = [
     "race_check", "record_ops", "uninstall", "CheckFailed",
     "describe", "device_name", "globaltimer", "launch_host_func", "ms_to_ns", "on_simulator",
     "pick", "plot", "priority_range", "spin", "stream", "stream_done", "stream_info",
-    "to_chrome_trace",
+    "to_chrome_trace", "compare", "kernel_cost", "model", "now", "predict", "size",
 ]
 
 from .labs import install_ipython_display as _install_ipython_display  # noqa: E402

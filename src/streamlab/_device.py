@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-_state = {"mode": None}
+_state = {"mode": None, "model": None}
 
 
 def _set_mode(mode) -> None:
@@ -28,10 +28,12 @@ def describe() -> str:
     """One plain line: what numba.cuda runs on, and what that means for the course."""
     mode = _state["mode"]
     if mode.simulator:
+        label = _state.get("model")  # set by streamlab.model when it starts
+        timing = (f"timelines and event times come from a {label}" if label
+                  else "timings come from the host clock, not a GPU")
         return (
             f"streamlab: running on Numba's CUDA simulator ({mode.reason}). Results are "
-            f"correct, but nothing runs concurrently and timings come from the host "
-            f"clock, not a GPU."
+            f"correct, but nothing runs concurrently in the simulator itself: {timing}."
         )
     from numba import cuda
 

@@ -34,18 +34,23 @@ from . import ops
 from ._device import on_simulator
 from ._kernelinfo import ATOMIC, WRITE, access_modes, parameter_names
 from .ops import Region, allocation, describe_array, device_owner, emit, host_owner, \
-    merge_pieces, recording, region_of
+    merge_pieces, observing, recording, region_of
 
 _patches: list[tuple[object, str, object]] = []
 _tls = threading.local()
 _footprint = {"current": None}  # the simulated kernel running now, while recording
+_slept: dict = {"current": None}  # simulated thread -> ns it slept (cuda.nanosleep), per launch
+_touched: dict = {"current": None}  # [bytes] the simulated kernel running now read and wrote
 _installed = {"done": False}
 
 
-def _patch(owner, name: str, make) -> None:
+def _patch(owner, name: str, make, timed: bool = True) -> None:
+    """Replace ``owner.name`` with ``make(original)``; ``timed``: a model GPU is told when
+    the call begins and ends (see :func:`streamlab.ops.timed`)."""
     original = getattr(owner, name)
     _patches.append((owner, name, original))
-    setattr(owner, name, make(original))
+    made = make(original)
+    setattr(owner, name, ops.timed(made) if timed else made)
 
 
 def _patch_everywhere(original, replacement, prefix: str = "numba.cuda") -> None:
@@ -80,7 +85,7 @@ def _install_threads() -> None:
 
     def start(orig):
         def start(self):
-            if recording() and learners(sys._getframe(1)):
+            if observing() and learners(sys._getframe(2)):  # (1: ops.timed)
                 with ops.internal():
                     emit("sync", "thread start", detail={"child": self.name})
             return orig(self)
@@ -89,7 +94,7 @@ def _install_threads() -> None:
     def join(orig):
         def join(self, timeout=None):
             out = orig(self, timeout)
-            if recording() and not self.is_alive() and learners(sys._getframe(1)):
+            if observing() and not self.is_alive() and learners(sys._getframe(2)):
                 with ops.internal():
                     emit("sync", "thread join", detail={"child": self.name})
             return out
@@ -154,7 +159,8 @@ def copy_op(direction: str, stream, *, host: Region | None, device: Region | Non
         emit("memset", "memset", stream, writes=(device,))
 
 
-def _launch_op(kernel, name: str, args, stream, grid, block, footprint=None) -> None:
+def _launch_op(kernel, name: str, args, stream, grid, block, footprint=None,
+               slept_ns=None, touched=None) -> None:
     """Record a kernel launch with the memory it may read, write or update atomically.
 
     Which arguments it writes comes from its code (:mod:`streamlab._kernelinfo`). On the
@@ -183,10 +189,25 @@ def _launch_op(kernel, name: str, args, stream, grid, block, footprint=None) -> 
         if read:
             reads.append(_with_parts(region, read))
     emit("launch", name, stream, reads=reads, writes=writes, atomics=atomics,
-         detail={"grid": grid, "block": block, "args": names,
+         detail={"grid": grid, "block": block, "args": names, **_kernel_facts(kernel, args),
+                 **({"slept_ns": slept_ns} if slept_ns else {}),
+                 **({"bytes_touched": touched} if touched is not None else {}),
                  "modes": modes if modes is not None else "unknown: all written",
                  "footprint": "elements touched" if footprint is not None
                  else "whole arguments"})
+
+
+def _kernel_facts(kernel, args) -> dict:
+    """What a model GPU needs to time a launch: the kernel's Python function (a cost may
+    be stated for it) and, for :data:`streamlab.spin`, the nanoseconds asked for."""
+    from .spin import spin
+
+    fn = getattr(kernel, "py_func", None) or getattr(kernel, "fn", None)
+    facts = {"py_func": fn}
+    if fn is not None and fn is (getattr(spin, "py_func", None) or getattr(spin, "fn", None)) \
+            and args:
+        facts["spin_ns"] = int(args[0])
+    return facts
 
 
 def _with_parts(region: Region, pieces) -> Region:
@@ -274,7 +295,7 @@ def _install_gpu() -> None:
             @functools.wraps(orig)
             def copy(*args, **kwargs):
                 out = orig(*args, **kwargs)
-                if recording():
+                if observing():
                     bound = signature.bind(*args, **kwargs)
                     bound.apply_defaults()
                     a = bound.arguments
@@ -303,7 +324,7 @@ def _install_gpu() -> None:
 
     def call(orig):
         def call(self, args, launch_config):
-            if not recording() or getattr(_tls, "launch", None) is not None:
+            if not observing() or getattr(_tls, "launch", None) is not None:
                 return orig(self, args, launch_config)
             _tls.launch = (self, args, launch_config)
             try:
@@ -316,7 +337,7 @@ def _install_gpu() -> None:
         def launch(stream, config, kernel, *kernel_args):
             out = orig(stream, config, kernel, *kernel_args)
             pending = getattr(_tls, "launch", None)
-            if pending is not None and recording():
+            if pending is not None and observing():
                 _tls.launch = None  # one launch per call
                 disp, args, cfg = pending
                 _launch_op(disp, disp.py_func.__name__, args, cfg.stream, cfg.griddim,
@@ -349,7 +370,7 @@ def _install_gpu_argument_copies() -> None:
         def to_device(self, retr, stream=0):
             before = len(retr)
             devary = orig(self, retr, stream)
-            if len(retr) > before and recording():  # converted: a host array
+            if len(retr) > before and observing():  # converted: a host array
                 host, device, pinned = regions(self, devary)
                 if type(self).copy_input:
                     copy_op("h2d", stream, host=host, device=device, pinned=pinned,
@@ -358,7 +379,7 @@ def _install_gpu_argument_copies() -> None:
 
                 def copy_back():
                     out = back()
-                    if recording():
+                    if observing():
                         copy_op("d2h", stream, host=host, device=device, pinned=pinned,
                                 synchronous=handle(stream) == 0)
                     return out
@@ -371,7 +392,7 @@ def _install_gpu_argument_copies() -> None:
         def to_device(self, retr, stream=0):
             devary = orig(self, retr, stream)
             value = self.value
-            if recording() and isinstance(value, np.ndarray) and \
+            if observing() and isinstance(value, np.ndarray) and \
                     not getattr(value, "__cuda_memory__", False):
                 host, device, pinned = regions(self, devary)
                 copy_op("h2d", stream, host=host, device=device, pinned=pinned,
@@ -435,6 +456,17 @@ def _install_simulator() -> None:
     _sim_launches()
 
 
+def slept(ns: int) -> bool:
+    """A simulated thread calls ``cuda.nanosleep(ns)``: note it for the model GPU (which
+    adds the longest sleep of a launch to the kernel's time). False outside a launch."""
+    current = _slept["current"]
+    if current is None:
+        return False
+    key = threading.get_ident()
+    current[key] = current.get(key, 0) + int(ns)
+    return True
+
+
 def _in_kernel() -> bool:
     """Is this a simulated CUDA thread (a BlockThread): is array access the kernel's?"""
     from numba.cuda.simulator import kernel as sim_kernel
@@ -466,7 +498,7 @@ def _sim_copies() -> None:
             out = orig(ary, stream=stream, copy=copy, to=to)
             if to is None and isinstance(out, fake):
                 out.stream = stream  # as on a GPU: the array remembers its stream
-                if copy and recording() and not _in_kernel():
+                if copy and observing() and not _in_kernel():
                     host = ary if hasattr(ary, "__array_interface__") else None
                     copy_op("h2d", stream, host=_sim_host_region(host) if host is not None
                             else None, device=_sim_device_region(out),
@@ -480,7 +512,7 @@ def _sim_copies() -> None:
             if not _in_kernel():
                 sim_flush(stream or self.stream)
             out = orig(self, ary, stream)
-            if recording() and not _in_kernel():
+            if observing() and not _in_kernel():
                 stream = stream or self.stream  # as numba does on a GPU
                 copy_op("d2h", stream, host=_sim_host_region(out),
                         device=_sim_device_region(self),
@@ -493,7 +525,7 @@ def _sim_copies() -> None:
             if not _in_kernel():
                 sim_flush(stream or self.stream)
             out = orig(self, ary, stream)
-            if recording() and not _in_kernel():
+            if observing() and not _in_kernel():
                 stream = stream or self.stream
                 if isinstance(ary, fake):
                     copy_op("d2d", stream, host=None, device=_sim_device_region(self),
@@ -506,7 +538,7 @@ def _sim_copies() -> None:
         return copy_to_device
 
     original_to_device = sim_da.to_device
-    wrapped = to_device_wrap(original_to_device)
+    wrapped = ops.timed(to_device_wrap(original_to_device))
     _patch_everywhere(original_to_device, wrapped)
     _patch(fake, "copy_to_host", copy_to_host)
     _patch(fake, "copy_to_device", copy_to_device)
@@ -521,7 +553,7 @@ def _sim_element_access() -> None:
     def getitem(orig):
         def __getitem__(self, idx):
             out = orig(self, idx)
-            if not isinstance(out, fake) and recording() and not _in_kernel():
+            if not isinstance(out, fake) and observing() and not _in_kernel():
                 # an element read from the host: a device-to-host copy on a GPU
                 emit("copy", "d2h", self.stream or 0, pinned=False, blocking=True,
                      reads=(_sim_device_region(self),))
@@ -531,7 +563,7 @@ def _sim_element_access() -> None:
     def setitem(orig):
         def __setitem__(self, idx, val):
             out = orig(self, idx, val)
-            if recording() and not _in_kernel():
+            if observing() and not _in_kernel():
                 # an element written from the host: a copy and a synchronize on a GPU
                 emit("copy", "h2d", self.stream or 0, pinned=False, blocking=True,
                      writes=(_sim_device_region(self),))
@@ -560,7 +592,7 @@ def _sim_launches() -> None:
             sim_flush(getattr(self, "_streamlab_stream", 0))
             # mapped host memory: the kernel writes the host array itself, as on a GPU
             args = tuple(fake(a) if isinstance(a, SimMappedArray) else a for a in args)
-            if not recording():
+            if not observing():
                 return orig(self, *args)
             _tls.launch = (self, args)
             try:
@@ -578,18 +610,24 @@ def _sim_launches() -> None:
                     yield
                 return
             _tls.launch = None
-            footprint = Footprint()
+            # the elements touched, for the race check (a model GPU needs only the arrays)
+            footprint = Footprint() if recording() else None
             _footprint["current"] = footprint  # launches take turns (see _simfill)
+            _slept["current"] = slept = {}
+            _touched["current"] = touched = [0]
             try:
                 with orig(fn, fake_cuda_module):
                     yield
             finally:
                 _footprint["current"] = None
-            if recording():
+                _slept["current"] = None
+                _touched["current"] = None
+            if observing():
                 kernel, args = pending
                 _launch_op(kernel, kernel.fn.__name__, args,
                            getattr(kernel, "_streamlab_stream", 0), kernel.grid_dim,
-                           kernel.block_dim, footprint)
+                           kernel.block_dim, footprint, max(slept.values(), default=0),
+                           touched[0])
         return swapped_cuda_module
 
     inner = sim_da.FakeWithinKernelCUDAArray
@@ -597,23 +635,29 @@ def _sim_launches() -> None:
     def kernel_getitem(orig):
         def __getitem__(self, idx):
             out = orig(self, idx)
-            footprint = _footprint["current"]
-            if footprint is not None and not isinstance(out, inner):
-                footprint.touch(self._item._ary, idx, False)
+            touched = _touched["current"]
+            if touched is not None and not isinstance(out, inner):
+                touched[0] += self._item._ary.itemsize
+                footprint = _footprint["current"]
+                if footprint is not None:
+                    footprint.touch(self._item._ary, idx, False)
             return out
         return __getitem__
 
     def kernel_setitem(orig):
         def __setitem__(self, idx, val):
             out = orig(self, idx, val)
-            footprint = _footprint["current"]
-            if footprint is not None:
-                footprint.touch(self._item._ary, idx, True)
+            touched = _touched["current"]
+            if touched is not None:
+                touched[0] += self._item._ary.itemsize
+                footprint = _footprint["current"]
+                if footprint is not None:
+                    footprint.touch(self._item._ary, idx, True)
             return out
         return __setitem__
 
-    _patch(inner, "__getitem__", kernel_getitem)
-    _patch(inner, "__setitem__", kernel_setitem)
+    _patch(inner, "__getitem__", kernel_getitem, timed=False)  # inside kernels: hot
+    _patch(inner, "__setitem__", kernel_setitem, timed=False)
 
     _patch(sim_kernel.FakeCUDAKernel, "__call__", call)
     _patch(sim_kernel, "swapped_cuda_module", swapped)

@@ -4,8 +4,9 @@ Applied only when streamlab chose the simulator; the GPU path is never touched.
 What each fill does (numba-cuda 0.30's simulator alone, then with streamlab):
 
 - ``cuda.event(timing=...)``: TypeError -> accepted.
-- ``ev.elapsed_time(end)``: always -1.0 -> milliseconds on the host clock.
-- ``ev.query()``: missing -> True (all work is already done here).
+- ``ev.elapsed_time(end)``: always -1.0 -> milliseconds on the model GPU
+  (:mod:`streamlab.model`; on the host clock with ``STREAMLAB_MODEL=off``).
+- ``ev.query()``: missing -> whether the model GPU has reached the event by now.
 - ``cuda.event_elapsed_time(a, b)``: missing -> as on a GPU.
 - ``cuda.stream()`` and the default streams: one handle-less object -> distinct
   streams with handles 0 (default), 1 (legacy), 2 (per-thread), like the GPU's.
@@ -16,7 +17,8 @@ What each fill does (numba-cuda 0.30's simulator alone, then with streamlab):
   :func:`is_pinned` can tell pinned from pageable memory as on a GPU.
 - ``Stream.add_callback`` / ``async_done``: missing -> a clear error, since they
   are broken on a GPU too.
-- ``cuda.nanosleep(ns)`` in a kernel: missing -> sleeps.
+- ``cuda.nanosleep(ns)`` in a kernel: missing -> the model GPU counts the time (the
+  host sleeps only with the model off).
 - kernels launched from several host threads at once: a race inside the simulator (it
   swaps the kernel's global ``cuda`` during a launch) -> launches take turns. They run
   synchronously anyway, so this changes nothing else.
@@ -37,7 +39,7 @@ import time
 import numpy as np
 
 from ._pinned import SimMappedArray, SimPinnedArray, _pinned_ids, is_pinned  # noqa: F401
-from .ops import emit
+from .ops import emit, timed
 
 # CUDA's special stream handles, as numba uses them on a GPU.
 DEFAULT_HANDLE = 0  # CU_STREAM_DEFAULT: numba's cuda.default_stream()
@@ -75,6 +77,7 @@ def _stream_and_event_classes():
     from numba.cuda.simulator.cudadrv.driver import CudaAPIError
 
     from .hostfn import sim_flush
+    from .model import simulator_model
 
     base_stream = sim_api.stream
     base_event = sim_api.Event
@@ -116,38 +119,62 @@ def _stream_and_event_classes():
         def async_done(self):
             raise NotImplementedError(_BROKEN_CALLBACK.format(name="async_done"))
 
+        @timed
         def synchronize(self):
             sim_flush(self)
             emit("sync", "stream", self)
 
     class SimEvent(base_event):
-        """A simulator event that keeps the host-clock time at which it was recorded.
+        """A simulator event, timed by the model GPU (:mod:`streamlab.model`).
 
-        The simulator runs everything synchronously, so "recorded" and "completed"
-        are the same moment: the time ``record`` was called.
+        The simulator runs everything synchronously; the model says when a GPU would
+        have reached the event. With the model off (``STREAMLAB_MODEL=off``), an event's
+        time is the host-clock time at which it was recorded.
         """
 
         def __init__(self, timing=True):
             self.timing = bool(timing)
             self._t_ns = None
+            self._uid = None  # its latest record, as the model knows it
 
+        @timed
         def record(self, stream=0):
             sim_flush(stream)  # queued host functions come before the event
             self._t_ns = time.perf_counter_ns()
-            emit("record", "event", stream, event=self)
+            op = emit("record", "event", stream, event=self)
+            self._uid = op.uid if op is not None and simulator_model() is not None else None
 
+        @timed
         def wait(self, stream=0):
             sim_flush(stream)
             emit("wait", "event", stream, event=self)
 
+        @timed
         def synchronize(self):
             sim_flush()
             emit("sync", "event", event=self)
 
+        @timed
         def query(self):
             sim_flush()
-            emit("query", "event", event=self, detail={"result": True})
-            return True
+            model = simulator_model()
+            done = True if model is None or self._uid is None else model.done(self._uid)
+            emit("query", "event", event=self, detail={"result": done})
+            return done
+
+        def _model_time_ms(self, role):
+            """The event's time on the model, in ms (None with the model off)."""
+            model = simulator_model()
+            if model is None or self._uid is None:
+                return None
+            if not model.done(self._uid):
+                raise CudaAPIError(
+                    600,
+                    f"[CUDA_ERROR_NOT_READY] the {role} event has not been reached yet "
+                    f"(on the model GPU, as it would not have on a GPU): synchronize on "
+                    f"it (event.synchronize()) before asking for elapsed_time.",
+                )
+            return model.times(self._uid)[1] * 1000.0
 
         def _check(self, role):
             if not self.timing:
@@ -167,6 +194,9 @@ def _stream_and_event_classes():
         def elapsed_time(self, evtend):
             self._check("start")
             evtend._check("end")
+            start, end = self._model_time_ms("start"), evtend._model_time_ms("end")
+            if start is not None and end is not None:
+                return end - start
             return (evtend._t_ns - self._t_ns) / 1e6
 
         def __repr__(self):
@@ -203,6 +233,7 @@ def _stream_and_event_calls(SimStream, SimEvent) -> dict:  # noqa: N803  (classe
             raise TypeError(f"external_stream expects the stream's address as an int, got {ptr!r}")
         return SimStream(ptr, external=True)
 
+    @timed
     def synchronize():
         sim_flush()
         emit("sync", "device", detail={"device": 0})
@@ -300,6 +331,13 @@ def _kernels_get_nanosleep() -> None:
     clock64: numba-cuda 0.30 has none on a GPU either.)"""
     from numba.cuda.simulator import kernelapi
 
+    from ._hooks import slept
+    from .model import simulator_model
+
+    def nanosleep(self, ns):
+        if simulator_model() is None or not slept(ns):  # the model times the sleep
+            time.sleep(ns / 1e9)
+
     fake = kernelapi.FakeCUDAModule
     if not hasattr(fake, "nanosleep"):
-        fake.nanosleep = lambda self, ns: time.sleep(ns / 1e9)
+        fake.nanosleep = nanosleep

@@ -29,7 +29,7 @@ def to_chrome_trace(trace, path=None) -> dict:
     tids = {row.label: i + 1 for i, row in enumerate(trace.rows)}
     for s in trace.spans:  # rows not declared (a hand-built trace): add them
         tids.setdefault(s.row, len(tids) + 1)
-    process = trace.device + (" (simulator: sequential, not GPU timing)" if trace.simulated else "")
+    process = trace.what
     events = [{"ph": "M", "name": "process_name", "pid": pid, "tid": 0,
                "args": {"name": process}}]
     details = {r.label: r.detail for r in trace.rows}
@@ -46,7 +46,8 @@ def to_chrome_trace(trace, path=None) -> dict:
             "args": {"kind": s.kind, "row": s.row},
         })
     doc = {"traceEvents": events, "displayTimeUnit": "ms",
-           "otherData": {"device": trace.device, "simulated": trace.simulated}}
+           "otherData": {"device": trace.device, "simulated": trace.simulated,
+                         "model": trace.model}}
     if path is not None:
         Path(path).write_text(json.dumps(doc, indent=1))
     return doc

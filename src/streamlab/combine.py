@@ -49,4 +49,5 @@ def _merge(traces):
     names = sorted({t.device for t in traces})
     return replace(traces[0], spans=tuple(spans), rows=tuple(rows),
                    device=" + ".join(names), simulated=any(t.simulated for t in traces),
-                   host_origin_s=base)
+                   host_origin_s=base,
+                   model=" + ".join(sorted({t.model for t in traces if t.model})))

@@ -35,8 +35,11 @@ import traceback
 from dataclasses import dataclass, field
 
 from ._device import on_simulator
-from .ops import emit, internal, running_host_function
+from .ops import emit, internal, running_host_function, timed
 from .streams import handle_of
+
+
+DRIVER_THREAD = "CUDA driver"  # the model's name for the thread that runs host functions
 
 
 class HostFuncError(RuntimeError):
@@ -49,7 +52,8 @@ class HostCall:
 
     ``started_s`` and ``ended_s`` are ``time.perf_counter()`` readings taken by the
     thread that ran it (``thread_name``), to place the call on a timeline with
-    ``Timeline.add_host``.
+    ``Timeline.add_host_call``. On the simulator they are the model GPU's times: when
+    a GPU's stream would have run it (see :mod:`streamlab.model`).
     """
 
     name: str
@@ -97,7 +101,22 @@ def _run(call: HostCall, fn, args, kwargs) -> None:
             raise  # KeyboardInterrupt, SystemExit: the thread that runs it must see them
     finally:
         call.ended_s = time.perf_counter()
+        _on_the_model(call)
         call.done.set()
+
+
+def _on_the_model(call: HostCall) -> None:
+    """Tell the model GPUs how long the body ran; on the simulator, the call's times
+    become the model's (when its stream reached it, on the model's clock)."""
+    from .model import hostfn_ran, simulator_model
+
+    hostfn_ran(call.op_uid, call.ended_s - call.started_s)
+    model = simulator_model()
+    if model is not None and call.op_uid is not None:
+        times = model.times(call.op_uid)
+        if times is not None:
+            call.started_s, call.ended_s = times
+            call.thread_name = DRIVER_THREAD  # where a GPU's driver would have run it
 
 
 def _on_driver_thread() -> bool:
@@ -216,6 +235,7 @@ def _takes_name(fn) -> bool:
     return "name" in params or any(p.kind == p.VAR_KEYWORD for p in params.values())
 
 
+@timed
 def launch_host_func(stream, fn, *args, name: str | None = None, **kwargs) -> HostCall:
     """Have ``stream`` call ``fn(*args, **kwargs)`` on the host, in stream order.
 

@@ -58,6 +58,7 @@ _lock = threading.RLock()
 _recorders: list["_Recorder"] = []
 _listeners: list = []  # callables (op) -> None, fed every op under the lock (race checks)
 _after: list = []  # callables () -> None, run after each emit outside the lock (may raise)
+_models: list = []  # model GPUs (streamlab.model), fed every op and every call's end
 
 KINDS = ("launch", "copy", "memset", "record", "wait", "sync", "query", "hostfn", "host")
 
@@ -410,15 +411,84 @@ def recording() -> bool:
     return bool(_recorders or _listeners)
 
 
-@contextlib.contextmanager
+def observing() -> bool:
+    """Is anything listening, a model GPU included (:mod:`streamlab.model`)? The model
+    needs the operations but not the elements a simulated kernel touched."""
+    return bool(_recorders or _listeners or _models)
+
+
+def add_model(model) -> None:
+    """Feed ``model`` every operation, and the end of every wrapped call."""
+    with _lock:
+        _models.append(model)
+
+
+def remove_model(model) -> None:
+    """Stop feeding ``model`` (see :func:`add_model`)."""
+    with _lock:
+        if model in _models:
+            _models.remove(model)
+
+
+def models() -> list:
+    """The model GPUs fed now."""
+    return list(_models)
+
+
+def timed(fn):
+    """Wrap one of numba's calls so that a model GPU knows when it began and ended: the
+    real time spent inside (a simulated kernel, a host wait) is the model's to replace."""
+    import functools
+    import time
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        if not _models:
+            return fn(*args, **kwargs)
+        depth = getattr(_tls, "depth", 0)
+        if depth == 0:
+            _tls.began = time.perf_counter()
+        _tls.depth = depth + 1
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _tls.depth = depth
+            if depth == 0:
+                ended, name = time.perf_counter(), threading.current_thread().name
+                for model in list(_models):
+                    model.call_ended(name, ended)
+
+    call.__streamlab_timed__ = True
+    return call
+
+
+def call_started_at() -> float:
+    """When the wrapped call now running in this thread began (now, outside one)."""
+    import time
+
+    if getattr(_tls, "depth", 0) > 0:
+        return _tls.began
+    return time.perf_counter()
+
+
+class _Internal:
+    """What :func:`internal` returns: a context manager (a class, not a generator: it
+    sits inside every span, whose host cost should be small)."""
+
+    __slots__ = ("depth",)
+
+    def __enter__(self):
+        self.depth = getattr(_tls, "internal", 0)
+        _tls.internal = self.depth + 1
+
+    def __exit__(self, *exc):
+        _tls.internal = self.depth
+        return False
+
+
 def internal():
     """Mark the operations issued inside as streamlab's own (``op.internal``)."""
-    depth = getattr(_tls, "internal", 0)
-    _tls.internal = depth + 1
-    try:
-        yield
-    finally:
-        _tls.internal = depth
+    return _Internal()
 
 
 def _is_internal() -> bool:
@@ -490,8 +560,9 @@ def emit(kind: str, name: str, stream=None, *, event=None, pinned=None, blocking
          reads=(), writes=(), atomics=(), host_reads=(), detail=None,
          stream_ref=None) -> Op | None:
     """Record one operation in every active recorder (called by the hooks); return it."""
-    if not recording():
+    if not observing():
         return None
+    full = recording()
     ref = stream_ref
     if ref is None and (stream is not None or kind in ("launch", "copy", "memset",
                                                        "record", "wait", "hostfn")):
@@ -504,12 +575,14 @@ def emit(kind: str, name: str, stream=None, *, event=None, pinned=None, blocking
             writes=tuple(r for r in writes if r is not None),
             atomics=tuple(r for r in atomics if r is not None),
             host_reads=tuple(r for r in host_reads if r is not None),
-            where=_caller(), detail=detail or {}, uid=next(_uids))
+            where=_caller() if full else "", detail=detail or {}, uid=next(_uids))
     with _lock:
         for rec in _recorders:
             rec.log.append(replace(op, index=len(rec.log)))
         for listen in _listeners:
             listen(op)
+        for model in _models:
+            model.feed(op)
     for after in _after:
         after()
     return op

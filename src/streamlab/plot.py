@@ -25,7 +25,8 @@ def plot(trace, ax=None, *, title: str | None = None, labels: bool = True,
     (legacy default, per-thread default, blocking, non-blocking). Bars are coloured
     by kind, labelled with their names where the name fits; a span too short to see is
     drawn :data:`MIN_BAR` of the axis wide (its true times are in the table). The title gives the
-    device (or marks a simulator trace) and the makespan of the stream rows (dotted
+    device (or the model GPU that placed the spans, or marks a simulator trace timed on
+    the host clock) and the makespan of the stream rows (dotted
     lines), as :meth:`Trace.metrics` reports it.
     """
     import matplotlib.pyplot as plt
@@ -71,7 +72,9 @@ def plot(trace, ax=None, *, title: str | None = None, labels: bool = True,
     ax.axvline(m1, color="black", lw=0.6, ls=":")
     if title is None:
         title = f"{device}: makespan {makespan:.3f} ms"
-        if simulated:
+        if merged.model:
+            title = f"{merged.model}: makespan {makespan:.3f} ms"
+        elif simulated:
             title = f"{SIM_MARK} ({device}): makespan {makespan:.3f} ms"
     ax.set_title(title)
 
@@ -101,3 +104,28 @@ def _label_bars(ax, spans, index) -> None:
                      - ax.transData.transform((s.start_ms, 0))[0])
         if text.get_window_extent(renderer).width > bar_px - 8:
             text.remove()
+
+
+def compare(predicted, measured, *, width: float = 10.0):
+    """Draw the model's prediction above the measurement, on one time axis (after Mark
+    Harris's pictures of predicted and measured overlap); return the two Axes.
+
+    Each title says what it is: the model, or the GPU measured, with the makespan, and
+    the prediction's error against the measurement.
+    """
+    import matplotlib.pyplot as plt
+
+    pred, meas = as_trace(predicted, "compare"), as_trace(measured, "compare")
+    rows = max(len(pred.rows), len(meas.rows))
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(width, 2 * (0.55 * rows + 1.2)),
+                                      sharex=True)
+    p_ms, m_ms = pred.metrics().makespan_ms, meas.metrics().makespan_ms
+    error = (p_ms - m_ms) / m_ms * 100 if m_ms > 0 else float("nan")
+    plot(pred, ax=top, title=f"predicted ({pred.model or pred.device}): "
+                             f"makespan {p_ms:.3f} ms, {error:+.0f} % against measured")
+    plot(meas, ax=bottom, title=f"measured ({meas.what}): makespan {m_ms:.3f} ms")
+    t0 = min(s.start_ms for s in pred.spans + meas.spans)
+    t1 = max(s.end_ms for s in pred.spans + meas.spans)
+    top.set_xlim(t0 - 0.02 * (t1 - t0), t1 + 0.02 * (t1 - t0))
+    fig.tight_layout()
+    return top, bottom

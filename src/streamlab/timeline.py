@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from numba import cuda
 
 from ._device import device_name, on_simulator
+from .model import simulator_model, timeline_made
 from .ops import internal
 from .streams import canonical_handle, stream_info, stream_key
 from .kinds import HOST_KINDS, check_kind
@@ -76,6 +77,9 @@ class _HostEntry:
     kind: str
     start_s: float
     end_s: float
+    thread: str = ""
+    uid: int | None = None  # a host function's record (its times on a model GPU)
+    real: tuple | None = None  # (start, end) on the host's clock, for predictions
 
 
 class Timeline:
@@ -98,9 +102,11 @@ class Timeline:
         self._numbered = 0
         self._open: dict[object, str] = {}  # stream key -> the span open on it
         self._lock = threading.Lock()  # rows may be made from several host threads
+        self._model = simulator_model() if self.simulated else None
         self._origin, self.host_origin_s, self.clock_uncertainty_ms = self._calibrate(
             calibrations
         )
+        timeline_made(self)
 
     # --- time base -------------------------------------------------------------
     def _calibrate(self, tries: int):
@@ -124,6 +130,8 @@ class Timeline:
             if best is None or (h1 - h0) < (best[2] - best[1]):
                 best = (ev, h0, h1)
         ev, h0, h1 = best
+        if self._model is not None:  # the model's clock: the event's time on it, exactly
+            return ev, self._model.times(ev._uid)[1], 0.0
         # The event's GPU timestamp lies between h0 and h1: take the middle.
         return ev, (h0 + h1) / 2, (h1 - h0) / 2 * 1000.0
 
@@ -275,17 +283,27 @@ class Timeline:
         self.add_host(name, t0, t1)
 
     def add_host(self, name: str, start_s: float, end_s: float, thread: str | None = None,
-                 kind: str = "host") -> None:
+                 kind: str = "host", *, model_times: bool = False,
+                 uid: int | None = None) -> None:
         """Add host work measured with ``time.perf_counter()`` (seconds).
 
         It goes on the row of the thread named ``thread`` (default: the calling one).
+        On the simulator the times are moved to the model GPU's clock (the host's own
+        work keeps its length; the simulator's slowness does not count).
         """
         if check_kind(kind) not in HOST_KINDS:
             raise ValueError(f"host work is of kind 'host' or 'hostfn', not {kind!r}")
         if start_s is None or end_s is None:
             raise ValueError(f"host span {name!r} has no start or end time: did it run?")
         row = self._host_row(thread)
-        self._entries.append(_HostEntry(str(name), row, kind, float(start_s), float(end_s)))
+        name_of_thread = thread if thread is not None else threading.current_thread().name
+        real = float(start_s), float(end_s)
+        start_s, end_s = real
+        if self._model is not None and not model_times:  # host clock -> the model's
+            start_s = self._model.to_model(name_of_thread, start_s)
+            end_s = self._model.to_model(name_of_thread, end_s)
+        self._entries.append(_HostEntry(str(name), row, kind, start_s, end_s,
+                                        name_of_thread, uid, real))
 
     def add_host_call(self, call) -> None:
         """Place a finished :class:`~streamlab.HostCall` on the row of the thread that ran it."""
@@ -294,7 +312,7 @@ class Timeline:
                 f"host function {call.name!r} has not run yet: call.wait() first, or "
                 f"synchronize its stream")
         self.add_host(call.name, call.started_s, call.ended_s, thread=call.thread_name,
-                      kind="hostfn")
+                      kind="hostfn", model_times=True, uid=call.op_uid)
 
     # --- reading ---------------------------------------------------------------
     def trace(self, synchronize: bool = True) -> Trace:
@@ -351,6 +369,7 @@ class Timeline:
             device_id=self.device_id,
             host_origin_s=self.host_origin_s,
             clock_uncertainty_ms=self.clock_uncertainty_ms,
+            model=self._model.profile.label if self._model is not None else "",
         )
 
     # Shortcuts that read the trace.
@@ -370,5 +389,41 @@ class Timeline:
         """The trace as Chrome trace JSON (see :func:`streamlab.to_chrome_trace`)."""
         return self.trace().to_chrome_trace(path)
 
+    def predicted(self, model) -> Trace:
+        """This timeline's spans as the model GPU ``model`` places them (what
+        :func:`streamlab.predict`'s ``trace()`` gives): every event at the model's time
+        for its record, host work moved to the model's host clock."""
+        from .model import ModelError
+
+        def event_s(ev, what):
+            m = model.events.get(ev)
+            if m is None:
+                raise ModelError(f"the model never saw {what} recorded: make the Timeline and "
+                                 f"run its work inside `with streamlab.predict():`")
+            return model.times(m.uid)[1]
+
+        with model.lock:
+            origin = event_s(self._origin, "this timeline's origin event")
+            spans = []
+            for e in self._entries:
+                if isinstance(e, _HostEntry):
+                    times = model.times(e.uid) if e.uid is not None else None
+                    if times is None:
+                        real = e.real or (e.start_s, e.end_s)
+                        times = (model.to_model(e.thread, real[0]),
+                                 model.to_model(e.thread, real[1]))
+                    start, end = times
+                else:
+                    start = event_s(e.start, f"span {e.name!r}'s start event")
+                    end = event_s(e.end, f"span {e.name!r}'s end event")
+                spans.append(Span(e.name, e.row, e.kind, (start - origin) * 1000.0,
+                                  max(start, end) * 1000.0 - origin * 1000.0))
+        measured = self.trace()
+        return Trace(spans=tuple(spans), rows=measured.rows, device=self.device,
+                     simulated=self.simulated, device_id=self.device_id,
+                     host_origin_s=origin, clock_uncertainty_ms=0.0,
+                     model=model.profile.label)
+
     def __len__(self) -> int:
         return len(self._entries)
+

@@ -93,6 +93,16 @@ class Trace:
     host_origin_s: float = 0.0  # time.perf_counter() at the origin (0 ms)
     clock_uncertainty_ms: float = 0.0  # of the GPU-to-host clock alignment
     notes: tuple[str, ...] = field(default=())
+    model: str = ""  # "model of an NVIDIA H200, not a measurement" when it is one
+
+    @property
+    def what(self) -> str:
+        """What the times are: the device measured, or the model that placed them."""
+        if self.model:
+            return self.model
+        if self.simulated:
+            return f"{self.device} (sequential, host clock: not GPU timing)"
+        return self.device
 
     @classmethod
     def from_spans(cls, spans, **kwargs) -> "Trace":

@@ -1,0 +1,319 @@
+"""The model GPU under the simulator: what a learner without a GPU sees.
+
+Each test is a picture a lesson draws, or a rule of the model, checked on the
+simulator's modelled timeline. (tests/test_gpu.py and scripts/model_vs_gpu.py set the
+model beside measurements on a real GPU.)
+"""
+
+import math
+import threading
+import time
+
+import matplotlib
+import numpy as np
+import pytest
+from numba import cuda
+from numba.cuda.cudadrv.driver import CudaAPIError
+
+import streamlab
+from streamlab import model
+
+matplotlib.use("Agg")
+pytestmark = pytest.mark.usefixtures("sim_only")
+
+
+@cuda.jit
+def rennich(x, n):  # notebook 01's kernel
+    tid = cuda.threadIdx.x + cuda.blockIdx.x * cuda.blockDim.x
+    for i in range(tid, n, cuda.blockDim.x * cuda.gridDim.x):
+        x[i] = math.sqrt(math.pow(3.14159, i % 600))
+
+
+@cuda.jit
+def double(x):
+    i = cuda.grid(1)
+    if i < x.size:
+        x[i] *= 2.0
+
+
+@pytest.fixture
+def gpu_sized():
+    """Arrays timed as if 1024 times bigger, as streamlab.size() makes them."""
+    before = model.simulator_model().scale
+    model.set_scale(1024)
+    yield 1024
+    model.set_scale(before)
+
+
+def eight_streams(n, dummy=None):
+    streams = [cuda.stream() for _ in range(8)]
+    data = [cuda.device_array(n, dtype=np.float32) for _ in range(8)]
+    spare = cuda.device_array(1, dtype=np.float32)
+    tl = streamlab.Timeline()
+    for i, st in enumerate(streams):
+        tl.name_stream(st, f"stream {i}")
+    for i, st in enumerate(streams):
+        with tl.span(f"kernel {i}", st):
+            rennich[1, 64, st](data[i], n)
+        if dummy is not None:
+            with tl.span("dummy", dummy):
+                rennich[1, 1, dummy](spare, 0)
+    cuda.synchronize()
+    trace = tl.trace()
+    return trace.metrics(rows=[f"stream {i}" for i in range(8)])
+
+
+def test_the_simulator_runs_a_model_gpu_and_says_which():
+    m = model.simulator_model()
+    assert m is not None and m.profile.key in model.profiles()
+    tl = streamlab.Timeline()
+    s = cuda.stream()
+    with tl.span("k", s):
+        streamlab.spin[1, 1, s](1000)
+    trace = tl.trace()
+    assert trace.model == m.profile.label
+    assert trace.model.startswith("model of an NVIDIA H") and \
+        trace.model.endswith(", not a measurement")
+    assert trace.plot().get_title().startswith(trace.model)
+
+
+def test_eight_streams_overlap_and_legacy_dummies_serialise_them(gpu_sized):
+    plain = eight_streams(1 << 10)
+    assert plain.concurrency >= 7
+    legacy = eight_streams(1 << 10, dummy=cuda.legacy_default_stream())
+    assert 0.95 <= legacy.concurrency <= 1.0
+    per_thread = eight_streams(1 << 10, dummy=cuda.per_thread_default_stream())
+    assert per_thread.concurrency >= 5
+
+
+def test_eight_host_threads_overlap_their_kernels():
+    tl = streamlab.Timeline()
+    streams = [cuda.stream() for _ in range(8)]
+
+    def work(i):
+        with tl.span(f"kernel {i}", streams[i]):
+            streamlab.spin[1, 1, streams[i]](streamlab.ms_to_ns(5))
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    cuda.synchronize()
+    assert tl.trace().metrics().concurrency >= 6
+
+
+def harris_like(version, n, chunks=4):
+    """Mark Harris's sequential version (0) and version 1, with the kernel's cost stated as
+    notebook 04 calibrates it on a GPU: as long as its chunk's copy in."""
+    h = cuda.pinned_array(n, dtype=np.float32)
+    h[:] = 1.0
+    d = cuda.device_array(n, dtype=np.float32)
+    streams = [cuda.stream() for _ in range(chunks)]
+    c = n // chunks
+    p = model.simulator_model().profile
+    copy_ms = 4 * n * model.simulator_model().scale / (p.copies["h2d_pinned"]["gbs"] * 1e6)
+    streamlab.kernel_cost(double, lambda grid, block: copy_ms * grid[0] / ((n + 255) // 256))
+    tl = streamlab.Timeline()
+    if version == 0:
+        s = streams[0]
+        with tl.span("h2d", s, kind="h2d"):
+            d.copy_to_device(h, stream=s)
+        with tl.span("kernel", s):
+            double[(n + 255) // 256, 256, s](d)
+        with tl.span("d2h", s, kind="d2h"):
+            d.copy_to_host(h, stream=s)
+    else:
+        for i, s in enumerate(streams):
+            part, host = d[i * c:(i + 1) * c], h[i * c:(i + 1) * c]
+            with tl.span(f"h2d {i}", s, kind="h2d"):
+                part.copy_to_device(host, stream=s)
+            with tl.span(f"kernel {i}", s):
+                double[(c + 255) // 256, 256, s](part)
+            with tl.span(f"d2h {i}", s, kind="d2h"):
+                part.copy_to_host(host, stream=s)
+    cuda.synchronize()
+    streamlab.kernel_cost(double, None)
+    assert np.all(h == 2.0)
+    return tl.trace()
+
+
+def test_harris_version_1_overlaps_on_the_model():
+    before = model.simulator_model().scale
+    model.set_scale(16384)  # notebook 04: 64 MB on a GPU, 4 KB on the simulator
+    try:
+        sequential = harris_like(0, 1 << 10)
+        version1 = harris_like(1, 1 << 10)
+    finally:
+        model.set_scale(before)
+    assert version1.metrics().makespan_ms < 0.7 * sequential.metrics().makespan_ms
+    assert version1.overlap_ms("h2d 1", "kernel 0") > 0
+    assert max(version1.overlap_ms(f"h2d {i + 1}", f"d2h {i}") for i in range(3)) > 0
+
+
+def test_a_pageable_copy_holds_the_host_and_a_pinned_one_does_not(gpu_sized):
+    n = 1 << 14
+    d = cuda.device_array(n, dtype=np.float32)
+    s = cuda.stream()
+    held = {}
+    for memory, host in (("pinned", cuda.pinned_array(n, dtype=np.float32)),
+                         ("pageable", np.ones(n, dtype=np.float32))):
+        tl = streamlab.Timeline()
+        with tl.host("call"):
+            with tl.span("copy", s, kind="h2d"):
+                d.copy_to_device(host, stream=s)
+        s.synchronize()
+        t = tl.trace()
+        held[memory] = t.span("call").duration_ms / t.span("copy").duration_ms
+    assert held["pinned"] < 0.5 and held["pageable"] > 0.9
+
+
+def test_kernels_share_the_sms_by_their_blocks(gpu_sized):
+    x, y = cuda.device_array(1 << 16, dtype=np.float32), cuda.device_array(1 << 16,
+                                                                            dtype=np.float32)
+    a, b = cuda.stream(), cuda.stream()
+    tl = streamlab.Timeline()
+    with tl.span("big a", a):
+        double[256, 256, a](x)  # 64 M elements on the model: all of the GPU's slots
+    with tl.span("big b", b):
+        double[256, 256, b](y)
+    cuda.synchronize()
+    t = tl.trace()
+    one = t.span("big a").duration_ms
+    assert t.metrics().makespan_ms > 1.8 * one  # the second waits for the first's slots
+
+
+def test_query_and_elapsed_time_follow_the_model():
+    s = cuda.stream()
+    start, end = cuda.event(), cuda.event()
+    start.record(s)
+    streamlab.spin[1, 1, s](streamlab.ms_to_ns(50))
+    end.record(s)
+    assert end.query() is False
+    with pytest.raises(CudaAPIError, match="NOT_READY.*event.synchronize"):
+        start.elapsed_time(end)
+    end.synchronize()
+    assert end.query() is True
+    assert 50 <= start.elapsed_time(end) < 50.2
+
+
+def test_the_host_waits_for_the_model_not_for_the_simulator():
+    s = cuda.stream()
+    tl = streamlab.Timeline()
+    with tl.span("20 ms", s):
+        streamlab.spin[1, 1, s](streamlab.ms_to_ns(20))
+    with tl.host("host work"):
+        time.sleep(0.005)  # the host's own work counts as it is
+    with tl.host("wait"):
+        s.synchronize()
+    t = tl.trace()
+    assert 4.9 <= t.span("host work").duration_ms < 8
+    assert t.span("wait").end_ms == pytest.approx(t.span("20 ms").end_ms, abs=0.05)
+
+
+def test_a_host_function_runs_when_its_stream_reaches_it():
+    s = cuda.stream()
+    tl = streamlab.Timeline()
+    with tl.span("10 ms", s):
+        streamlab.spin[1, 1, s](streamlab.ms_to_ns(10))
+    call = streamlab.launch_host_func(s, time.sleep, 0.002, name="sleep 2 ms")
+    with tl.span("after", s):
+        streamlab.spin[1, 1, s](1000)
+    s.synchronize()
+    call.wait(5)
+    tl.add_host_call(call)
+    t = tl.trace()
+    fn = t.span("sleep 2 ms")
+    assert fn.start_ms > t.span("10 ms").end_ms  # and the driver's thread woke up
+    assert fn.row == "host: CUDA driver"
+    assert 2 <= fn.duration_ms < 5
+    assert t.span("after").start_ms >= fn.end_ms - 1e-6
+
+
+def test_a_stated_cost_times_the_kernel():
+    x = cuda.device_array(64, dtype=np.float32)
+    s = cuda.stream()
+    streamlab.kernel_cost(double, 3.0)
+    try:
+        tl = streamlab.Timeline()
+        with tl.span("k", s):
+            double[1, 64, s](x)
+        assert 3.0 <= tl.trace().span("k").duration_ms < 3.1
+        streamlab.kernel_cost(double, lambda grid, block: grid[0] * 1.0)
+        tl = streamlab.Timeline()
+        with tl.span("k", s):
+            double[2, 32, s](x)
+        assert 2.0 <= tl.trace().span("k").duration_ms < 2.1
+    finally:
+        streamlab.kernel_cost(double, None)
+
+
+def test_work_done_is_frozen_once_the_host_has_waited_for_it():
+    s = cuda.stream()
+    for _ in range(5):
+        streamlab.spin[1, 1, s](1000)
+    cuda.synchronize()
+    assert model.simulator_model().ops == []
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: streamlab.kernel_cost(print, 1.0), "@cuda.jit kernel"),
+    (lambda: streamlab.kernel_cost(double, -1), "number of ms"),
+    (lambda: streamlab.kernel_cost(double, "fast"), "number of ms"),
+    (lambda: streamlab.size(gpu=0, sim=4), "whole number"),
+    (lambda: streamlab.size(gpu=1 << 20, sim=1.5), "whole number"),
+    (lambda: model.load_profile("nvidia-b200"), "no GPU profile called 'nvidia-b200'"),
+    (lambda: model.load_profile(200), "named by a string"),
+])
+def test_bad_input_to_the_model_gets_a_clear_error(call, message):
+    with pytest.raises((TypeError, ValueError, model.ModelError), match=message):
+        call()
+
+
+def test_profiles_were_measured_by_the_script():
+    keys = model.profiles()
+    assert {"nvidia-h100", "nvidia-h200"} <= set(keys)
+    for key in keys:
+        p = model.load_profile(key)
+        assert p.sm_count > 0 and p.async_engine_count >= 1
+        assert p.name.startswith("NVIDIA ") and key.split("-")[1] in p.name.lower()
+        assert 1 < p.copies["h2d_pinned"]["gbs"] < 1000
+        assert 1 < p.host_us["launch"] < 200
+
+
+def test_size_scales_the_models_bytes_on_the_simulator():
+    before = model.simulator_model().scale
+    try:
+        assert streamlab.size(gpu=1 << 20, sim=1 << 10) == 1 << 10
+        assert model.simulator_model().scale == 1024
+    finally:
+        model.set_scale(before)
+
+
+def test_a_second_model_beside_the_run_predicts_a_timeline():
+    """What streamlab.predict() does on a GPU: a model fed the block's operations, its
+    trace built from the Timeline's events and host times."""
+    from streamlab import ops
+
+    p = model.Prediction(model.load_profile("nvidia-h100"))
+    ops.add_model(p.model)
+    model._predictions.append(p)
+    try:
+        streams = [cuda.stream() for _ in range(4)]
+        tl = streamlab.Timeline()
+        for i, s in enumerate(streams):
+            with tl.span(f"k{i}", s):
+                streamlab.spin[1, 1, s](streamlab.ms_to_ns(3))
+        with tl.host("wait"):
+            cuda.synchronize()
+    finally:
+        model._predictions.remove(p)
+        ops.remove_model(p.model)
+    predicted = p.trace()
+    assert predicted.model == "model of an NVIDIA H100, not a measurement"
+    assert [s.name for s in predicted.spans] == [s.name for s in tl.trace().spans]
+    assert predicted.metrics().concurrency > 3.5
+    assert predicted.span("wait").end_ms == pytest.approx(
+        max(predicted.span(f"k{i}").end_ms for i in range(4)), abs=0.05)
+    with pytest.raises(model.ModelError, match="made inside the `with streamlab.predict"):
+        model.Prediction(model.load_profile("nvidia-h100")).trace()
