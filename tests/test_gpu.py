@@ -337,10 +337,11 @@ def _waits_for_the_busy_stream(busy_stream, then_stream, busy_ms=50.0):
     """Does a tiny kernel issued to ``then_stream`` wait for ``busy_ms`` of work issued
     just before to ``busy_stream``? Measured on the host clock."""
     done = cuda.event()
-    cuda.synchronize()
+    target = cuda.device_array(1)  # before the clock: freeing numba's pending memory
+    cuda.synchronize()             # (cuMemFree) would synchronize the whole device
     t0 = time.perf_counter()
     streamlab.spin[1, 1, busy_stream](streamlab.ms_to_ns(busy_ms))
-    fill[1, 1, then_stream](cuda.device_array(1), 1)
+    fill[1, 1, then_stream](target, 1)
     done.record(then_stream)
     done.synchronize()
     waited_ms = (time.perf_counter() - t0) * 1000
