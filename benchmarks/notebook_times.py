@@ -80,8 +80,7 @@ def main() -> int:
             f"CI's nbval run does. The aim: none over {LIMIT_S} s. \"Of which the model",
             "GPU\": host time spent inside `streamlab.model` replaying the notebook's work;",
             f"\"the model adds\": that time over the rest of the run (aim: at most "
-            f"{MODEL_LIMIT:.0%}). With the model on, the simulator no longer sleeps through",
-            "spin kernels (the model times them), which saves more than the model costs.",
+            f"{MODEL_LIMIT:.0%}).",
             "",
             f"- machine: {platform.machine()}, {os.cpu_count()} CPU cores, python "
             f"{platform.python_version()}",
