@@ -48,6 +48,7 @@ import time
 from dataclasses import dataclass, field
 
 from . import ops as _ops
+from .order import implicit_waits
 
 _HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "profiles")
 DEFAULT_PROFILE = "nvidia-h200"
@@ -191,7 +192,6 @@ class ModelGPU:
         self.last: dict[tuple, MOp] = {}  # stream agent -> its last operation
         self.kinds: dict[tuple, object] = {}  # stream agent -> StreamRef
         self.events: dict = {}  # event object -> MOp of its latest record
-        self.hostfn_seconds: dict[int, float] = {}
         self._dirty = True
         self.busy_s = 0.0  # host time spent in the model itself (benchmarks/notebook_times.py)
         self._feeding = False
@@ -288,8 +288,11 @@ class ModelGPU:
         64 KB that CUDA stages at once for a host-to-device copy)."""
         if op.kind != "copy" or op.pinned is not False or op.name not in ("h2d", "d2h"):
             return False
-        nbytes = max([r.hi - r.lo for r in op.reads + op.writes] or [0]) * self.scale
-        return op.name == "d2h" or nbytes > 64 * 1024
+        return op.name == "d2h" or self._copy_bytes(op) > 64 * 1024
+
+    def _copy_bytes(self, op) -> float:
+        """The bytes a copy or memset moves, at the GPU's size on the simulator."""
+        return max([r.hi - r.lo for r in op.reads + op.writes] or [0]) * self.scale
 
     def _host_cost(self, op) -> float:
         us = self.profile.host_us
@@ -308,7 +311,7 @@ class ModelGPU:
         prev = self.last.get(agent)
         if prev is not None:
             m.deps.append(prev)
-        for other in _implicit(self.kinds, op.stream):
+        for other in implicit_waits(self.kinds, op.stream):
             if other in self.last:
                 m.deps.append(self.last[other])
         if op.kind == "wait" and op.event in self.events:
@@ -336,7 +339,7 @@ class ModelGPU:
             m.work = self._kernel_seconds(op, grid, block, blocks * threads)
         elif op.kind in ("copy", "memset"):
             m.ready_after = latency
-            nbytes = max([r.hi - r.lo for r in op.reads + op.writes] or [0]) * self.scale
+            nbytes = self._copy_bytes(op)
             if op.kind == "memset":
                 m.engine, m.work = "memset", nbytes / (p.dram_gbs * 1e9)
             else:
@@ -348,7 +351,7 @@ class ModelGPU:
         elif op.kind == "hostfn":
             m.engine = "hostfn"
             m.lead = p.latency["hostfn_us"] / 1e6  # the driver's thread wakes up
-            m.work = self.hostfn_seconds.get(op.uid, 0.0)
+            m.work = 0.0  # until its body has run (hostfn_ran)
 
     def _kernel_seconds(self, op, grid, block, threads: int) -> float:
         p = self.profile
@@ -375,7 +378,7 @@ class ModelGPU:
             agent = ("stream", op.stream.key())
             found = [self.last[agent]] if agent in self.last else []
             if op.stream.is_legacy_default:
-                found += [self.last[a] for a in _implicit(self.kinds, op.stream)
+                found += [self.last[a] for a in implicit_waits(self.kinds, op.stream)
                           if a in self.last]
             return found
         if op.name == "device":
@@ -391,7 +394,6 @@ class ModelGPU:
     def hostfn_ran(self, uid: int, seconds: float) -> None:
         """A host function's body took ``seconds``: its length on the model."""
         with self.lock:
-            self.hostfn_seconds[uid] = seconds
             m = self.by_uid.get(uid)
             if m is not None and not m.frozen:
                 m.work = seconds
@@ -425,7 +427,7 @@ class ModelGPU:
     def _simulate(self) -> None:
         """Replay this epoch's operations (see :func:`_replay`)."""
         t0 = time.perf_counter()
-        _replay(self.ops, self.profile)
+        _replay(self.ops)
         self._dirty = False
         if not self._feeding:  # (feed counts its own time)
             self.busy_s += time.perf_counter() - t0
@@ -450,21 +452,7 @@ def _volume(dims) -> int:
     return n
 
 
-def _implicit(kinds: dict, ref) -> list:
-    """Stream agents whose earlier work an operation in ``ref``'s stream waits for (the
-    legacy default stream's rule, as :class:`streamlab.order.Order` applies it)."""
-    from .order import Order
-
-    device = ref.device
-    if ref.is_legacy_default:
-        return [a for a, r in kinds.items() if r.device == device
-                and Order._blocking(r) and not r.is_legacy_default]
-    if Order._blocking(ref):
-        return [a for a, r in kinds.items() if r.device == device and r.is_legacy_default]
-    return []
-
-
-def _replay(ops: list[MOp], profile: Profile) -> None:
+def _replay(ops: list[MOp]) -> None:
     """The discrete-event replay: set every operation's start and end.
 
     Times inside are relative to the first issue (host clocks read thousands of seconds,
@@ -642,11 +630,6 @@ class Prediction:
         if self.model is _sim["model"]:
             return timeline.trace()
         return timeline.predicted(self.model)
-
-    @property
-    def label(self) -> str:
-        """'model of an NVIDIA H200, not a measurement'."""
-        return self.model.profile.label
 
 
 _predictions: list[Prediction] = []

@@ -106,6 +106,24 @@ class Race:
         return "Issue them to one stream, or order them with an event."
 
 
+def blocking(ref) -> bool:
+    """Does a stream of this kind wait for the legacy default stream (and it for it)?"""
+    return ref.kind == "blocking" or (ref.is_per_thread_default
+                                      and PER_THREAD_SYNCS_WITH_LEGACY)
+
+
+def implicit_waits(kinds: dict, ref) -> list:
+    """The legacy default stream's rule: of the streams ``kinds`` (agent -> StreamRef),
+    those whose earlier work an operation in ``ref``'s stream waits for."""
+    device = ref.device
+    if ref.is_legacy_default:
+        return [a for a, r in kinds.items() if r.device == device
+                and blocking(r) and not r.is_legacy_default]
+    if blocking(ref):
+        return [a for a, r in kinds.items() if r.device == device and r.is_legacy_default]
+    return []
+
+
 class Order:
     """Happens-before over operations fed one by one, in the order they were issued.
 
@@ -160,19 +178,7 @@ class Order:
     # --- the rules -------------------------------------------------------------------
     def _implicit(self, ref) -> list:
         """Stream agents whose earlier work an operation in ``ref``'s stream waits for."""
-        device = ref.device
-        if ref.is_legacy_default:
-            return [a for a, r in self.kinds.items() if r.device == device
-                    and self._blocking(r) and not r.is_legacy_default]
-        if self._blocking(ref):
-            return [a for a, r in self.kinds.items() if r.device == device
-                    and r.is_legacy_default]
-        return []
-
-    @staticmethod
-    def _blocking(ref) -> bool:
-        return ref.kind == "blocking" or (ref.is_per_thread_default
-                                          and PER_THREAD_SYNCS_WITH_LEGACY)
+        return implicit_waits(self.kinds, ref)
 
     def feed(self, op: Op) -> list[Race]:
         """Take the next operation (in issue order); return the races it completes."""

@@ -417,7 +417,7 @@ class Timeline:
                     start = event_s(e.start, f"span {e.name!r}'s start event")
                     end = event_s(e.end, f"span {e.name!r}'s end event")
                 spans.append(Span(e.name, e.row, e.kind, (start - origin) * 1000.0,
-                                  max(start, end) * 1000.0 - origin * 1000.0))
+                                  (end - origin) * 1000.0))
         measured = self.trace()
         return Trace(spans=tuple(spans), rows=measured.rows, device=self.device,
                      simulated=self.simulated, device_id=self.device_id,
