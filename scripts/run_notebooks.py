@@ -5,9 +5,10 @@
 
 Each notebook runs top to bottom in a fresh kernel (nbclient), in its own folder, and
 is saved with its outputs. A lesson's last code cell, tagged ``headline``, prints
-``name: value`` lines: the figures that docs/gpu-results.md reports for it. A lab
-solution reports what each of its graded check cells printed (its timings and its
-"passed"). Run on a GPU by scripts/gpu-check.sh; committed outputs come from that run.
+``name: value`` lines: the figures that docs/gpu-results.md reports for it. Its cell
+tagged ``claims`` is re-checked from the saved output, and a claim that does not hold
+fails the run, named. A lab solution reports what each of its graded check cells
+printed (its timings and its "passed"). Run on a GPU by scripts/gpu-check.sh; committed outputs come from that run.
 """
 
 import argparse
@@ -22,6 +23,22 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def _claimcheck():
+    """streamlab.claimcheck alone, by its file: importing the package would choose a device
+    and open a CUDA context in this process, beside the notebooks' kernels."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "_streamlab_claimcheck", ROOT / "src" / "streamlab" / "claimcheck.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_cc = _claimcheck()
+ClaimError, check_notebook = _cc.ClaimError, _cc.check_notebook
 
 
 def stdout(cell) -> str:
@@ -75,7 +92,23 @@ def run(path: Path, timeout: int) -> dict:
     result = {"seconds": seconds, "error": error, "headline": []}
     if error is None:
         result["headline"] = report(nb)
+        error = result["error"] = claims_error(path)
     return result
+
+
+def claims_error(path: Path) -> str | None:
+    """A lesson's claims, re-checked from its saved output (as CI checks a committed one):
+    None when they hold (or it is a lab, which has checks instead), else what fails."""
+    nb = nbformat.read(path, as_version=4)
+    if not any("claims" in c.get("metadata", {}).get("tags", []) for c in nb.cells):
+        if not any(graded(c) for c in nb.cells):  # a lesson whose claims are still to write
+            print(f"note: {path.name} has no cell tagged 'claims' yet", file=sys.stderr)
+        return None
+    try:
+        _, failed = check_notebook(path)
+    except ClaimError as exc:
+        return f"claims cannot be checked: {exc}"
+    return f"claims that do not hold: {'; '.join(failed)}" if failed else None
 
 
 def main() -> int:

@@ -32,6 +32,7 @@ _hooks.install()  # numba's stream-ordered calls, seen by record_ops and race_ch
 
 from . import check  # noqa: E402
 from .check import CheckFailed  # noqa: E402
+from .claimcheck import ClaimFailed, claims  # noqa: E402
 from ._device import describe, device_name, on_simulator, pick  # noqa: E402
 from ._mode import DeviceModeError  # noqa: E402
 from .chrome import to_chrome_trace  # noqa: E402
@@ -53,7 +54,7 @@ __all__ = [
     "COLOURS", "DeviceModeError", "HostCall", "HostFuncError", "KINDS", "Metrics", "Op",
     "OpLog", "Race", "RaceError", "Region", "Row", "Span", "StreamInfo", "StreamRef", "Timeline", "TimelineError",
     "TimelineNotReady", "Trace", "check", "find_races", "host_access", "is_pinned",
-    "race_check", "record_ops", "uninstall", "CheckFailed",
+    "race_check", "record_ops", "uninstall", "CheckFailed", "ClaimFailed", "claims",
     "describe", "device_name", "globaltimer", "launch_host_func", "ms_to_ns", "on_simulator",
     "pick", "plot", "priority_range", "spin", "stream", "stream_done", "stream_info",
     "to_chrome_trace", "compare", "kernel_cost", "model", "now", "predict", "size",
