@@ -336,3 +336,26 @@ def test_a_thread_that_synchronizes_orders_the_host_only_once_joined():
             read[1, 4, cuda.stream()](x, out)
         t.join()
         assert bool(streamlab.find_races(ops)) is not joined
+
+
+@cuda.jit
+def add_one(x):
+    i = cuda.grid(1)
+    if i < x.size:
+        x[i] += 1
+
+
+def test_one_race_per_pair_of_operations_and_slices_kept_apart():
+    """A kernel that reads and writes its array clashes with another such kernel in three
+    ways (write-write, read-write, write-read): one race, not three. And kernels given
+    disjoint slices of one buffer do not race; overlapping slices do."""
+    buf = cuda.device_array(1024, dtype=np.int32)
+    s0, s1, s2 = cuda.stream(), cuda.stream(), cuda.stream()
+    with streamlab.race_check(raises=False, quiet=True) as rc:
+        add_one[2, 256, s0](buf[:512])
+        add_one[2, 256, s1](buf[512:])          # disjoint: no race
+        add_one[2, 256, s2](buf[256:768])       # overlaps both: two races
+        cuda.synchronize()
+    pairs = sorted((r.first.stream.handle, r.second.stream.handle) for r in rc.races)
+    assert len(rc.races) == 2, rc.report()
+    assert len(set(pairs)) == 2

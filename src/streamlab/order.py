@@ -250,7 +250,8 @@ class Order:
 
     # --- memory ----------------------------------------------------------------------
     def _accesses(self, op: Op, agent, pos: int, vc: dict) -> list[Race]:
-        found = []
+        found, paired = [], set()  # one race per pair of operations, however many
+        # of their accesses clash (a kernel that reads and writes an array touches it twice)
         for mode, regions in ((WRITE, op.writes), (ATOMIC, op.atomics), (READ, op.reads)):
             for region in regions:
                 key = region.alloc or (region.lo, region.hi)
@@ -263,7 +264,8 @@ class Order:
                                 other_vc.get(agent, 0) >= pos:
                             continue  # ordered, one way or the other (a host function's
                             # accesses are recorded when it runs, after later stream work)
-                        if region.overlaps(other_region):
+                        if region.overlaps(other_region) and id(other) not in paired:
+                            paired.add(id(other))
                             found.append(Race(other, op, other_mode, mode, region))
                 # An older access by the same agent, inside this one, is ordered before
                 # it: whatever races with the older one races with this one too.
