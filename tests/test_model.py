@@ -320,3 +320,17 @@ def test_a_second_model_beside_the_run_predicts_a_timeline():
         max(predicted.span(f"k{i}").end_ms for i in range(4)), abs=0.05)
     with pytest.raises(model.ModelError, match="made inside the `with streamlab.predict"):
         model.Prediction(model.load_profile("nvidia-h100")).trace()
+
+
+def test_a_one_block_grid_over_small_data_grows_with_it(gpu_sized):
+    """On the simulator a data-sized grid may be one block (256 elements); at the GPU's size
+    it has 1024 blocks, and runs at DRAM speed, not at one block's."""
+    x = cuda.to_device(np.ones(256, dtype=np.float32))
+    s = cuda.stream()
+    tl = streamlab.Timeline()
+    with tl.span("double", s):
+        double[1, 256, s](x)
+    ms = tl.trace().span("double").duration_ms
+    # 2 MB at DRAM speed is 2 us; the span adds the host's launch (tens of us). As one
+    # block of 256 threads it would take about a millisecond.
+    assert ms < 0.3, ms

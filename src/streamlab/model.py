@@ -53,6 +53,8 @@ from .order import implicit_waits
 _HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "profiles")
 DEFAULT_PROFILE = "nvidia-h200"
 MAX_RESIDENT_KERNELS = 128  # kernels one GPU runs at once (compute capability 7.0 on)
+WARP = 32  # threads: a grid above one warp may be sized to the data (see _size)
+BYTES_PER_THREAD = 32  # more touched per thread: a fixed grid looping over the data
 
 
 class ModelError(RuntimeError):
@@ -332,11 +334,19 @@ class ModelGPU:
             m.ready_after = latency
             grid, block = op.detail.get("grid", (1, 1, 1)), op.detail.get("block", (1, 1, 1))
             blocks, threads = _volume(grid), _volume(block)
-            if blocks > 1:  # a grid over the data grows with it; one block stays one
-                blocks = max(1, round(blocks * self.scale))
+            # A grid sized to the data has, at the GPU's size, `scale` times the blocks and
+            # touches `scale` times the bytes: a grid of more than a warp whose threads
+            # touch a few elements each. A smaller grid (a spin, a counter's update), or a
+            # fixed one that loops over the data (Harris's <<<1, 64>>>), keeps its blocks;
+            # the looping one's bytes grow with the data all the same.
+            touched = op.detail.get("bytes_touched")
+            looping = touched is not None and touched > BYTES_PER_THREAD * blocks * threads
+            sized = blocks * threads > WARP and not looping
+            scale_bytes = self.scale if sized or looping else 1.0
+            blocks = max(1, round(blocks * (self.scale if sized else 1.0)))
             per_sm = max(1, min(p.max_blocks_per_sm, p.max_threads_per_sm // max(1, threads)))
             m.share = min(1.0, blocks / (p.sm_count * per_sm))
-            m.work = self._kernel_seconds(op, grid, block, blocks * threads)
+            m.work = self._kernel_seconds(op, grid, block, blocks * threads, scale_bytes)
         elif op.kind in ("copy", "memset"):
             m.ready_after = latency
             nbytes = self._copy_bytes(op)
@@ -353,7 +363,7 @@ class ModelGPU:
             m.lead = p.latency["hostfn_us"] / 1e6  # the driver's thread wakes up
             m.work = 0.0  # until its body has run (hostfn_ran)
 
-    def _kernel_seconds(self, op, grid, block, threads: int) -> float:
+    def _kernel_seconds(self, op, grid, block, threads: int, scale: float) -> float:
         p = self.profile
         stated = op.detail.get("py_func")
         cost = _costs.get(stated) if stated is not None else None
@@ -368,7 +378,7 @@ class ModelGPU:
         nbytes = op.detail.get("bytes_touched")  # the simulator counts what it touched
         if nbytes is None:  # on a GPU: the arguments, whole
             nbytes = sum(r.hi - r.lo for r in op.reads + op.writes + op.atomics)
-        nbytes *= self.scale
+        nbytes *= scale
         active = min(threads, p.sm_count * p.max_threads_per_sm)
         rate = min(p.dram_gbs, active * p.thread_gbs) * 1e9
         return p.kernel_floor_us / 1e6 + nbytes / rate + slept
