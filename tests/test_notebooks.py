@@ -78,3 +78,13 @@ def test_readme_contents_link_every_notebook():
     readme = (ROOT / "README.md").read_text()
     for p in NOTEBOOKS:
         assert f"(notebooks/{p.name})" in readme, f"README does not link {p.name}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS + sorted((ROOT / "labs").glob("*/*.ipynb")),
+                         ids=lambda p: p.stem[:5])
+def test_learners_never_see_the_word_seed(path):
+    """The source documents are named by title and author; 'seed' was the course's own
+    word for them. (A random seed, ``seed=``, is another thing.)"""
+    text = re.sub(r"\bseed=", "", path.read_text())
+    assert not re.search(r"\bseed", text, re.I), \
+        f"{path.name} says 'seed': name the source document instead"
