@@ -17,7 +17,9 @@ notebook without running it (:func:`check_notebook`): CI does that for every com
 lesson, and ``scripts/run_notebooks.py`` for every fresh GPU run.
 
 A condition is a Python expression over the figures' names: comparisons, ``and``/``or``/
-``not``, arithmetic, ``abs``/``min``/``max`` and numbers. Nothing else runs.
+``not``, arithmetic, ``abs``/``min``/``max`` and numbers. Nothing else runs. ``and`` and
+``or`` stop as Python's do, so a figure measured only on some machines can be read behind
+a guard: ``"n_gpus < 2 or overlap_ms > 0"``.
 
 >>> from streamlab.claimcheck import holds
 >>> holds("a < 2 * b and not late", {"a": 3, "b": 2, "late": False})
@@ -63,9 +65,12 @@ def _value(node, figures: dict, text: str):
                              f"not among the figures ({', '.join(sorted(figures)) or 'none'}): "
                              "add it to figures=, or correct the name")
         return figures[node.id]
-    if isinstance(node, ast.BoolOp):
-        values = [_value(v, figures, text) for v in node.values]
-        return all(values) if isinstance(node.op, ast.And) else any(values)
+    if isinstance(node, ast.BoolOp):  # short-circuits as Python does: "n_gpus < 2 or ..."
+        want = isinstance(node.op, ast.Or)  # the value that decides an `or`
+        for v in node.values:
+            if bool(_value(v, figures, text)) is want:
+                return want
+        return not want
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.Not, ast.USub)):
         v = _value(node.operand, figures, text)
         return (not v) if isinstance(node.op, ast.Not) else -v
@@ -167,7 +172,8 @@ def evaluate(figures: dict, claims: dict | None, gpu_claims: dict | None, *,
     lines, failed = [], []
     for group, conditions in (("", both), ("GPU only: ", gpu)):
         for text, condition in conditions.items():
-            read = ", ".join(f"{n} = {_show(figures[n])}" for n in sorted(_names(condition)))
+            read = ", ".join(f"{n} = {_show(figures[n])}" if n in figures else f"{n} not measured"
+                             for n in sorted(_names(condition)))
             if group and not on_gpu:
                 lines.append(f"  -  {group}{text}  (not checked on the simulator)")
                 continue
