@@ -88,6 +88,14 @@ def test_pinned_takes_several_arrays():
             pass
 
 
+def test_a_device_copy_of_a_pinned_array_is_a_plain_device_array():
+    h = cuda.pinned_array(8, dtype=np.float32)
+    h[:] = 3.0
+    d = cuda.to_device(h)                  # the simulator kept the pinned class: it broke
+    d.copy_to_device(h)                    # the next copy into the device array
+    assert (d.copy_to_host() == 3.0).all()
+
+
 def test_mapped_array_is_host_memory_a_kernel_writes():
     m = cuda.mapped_array(8, dtype=np.int32)
     assert isinstance(m, np.ndarray)

@@ -65,6 +65,7 @@ def apply(cuda) -> None:
     for name, value in fills.items():
         setattr(cuda, name, value)
     sim_api.synchronize = fills["synchronize"]  # the same function by any name
+    _to_device_takes_pinned_arrays()
     _launches_take_turns()
     _each_configuration_its_own()
     _kernels_get_nanosleep()
@@ -285,6 +286,29 @@ def _memory_calls() -> dict:
         "pinned_array_like": pinned_array_like,
         "mapped_array": mapped_array,
     }
+
+
+def _to_device_takes_pinned_arrays() -> None:
+    """The simulator's to_device keeps the host array's class for the device copy, and a
+    device array made of a SimPinnedArray breaks its next copy_to_device: copy a pinned
+    or mapped array as the plain ndarray it is. Replaced by every name numba gives it, so
+    that the hooks (installed next) find and wrap this one."""
+    import sys
+
+    from numba.cuda.simulator.cudadrv import devicearray as sim_da
+
+    original = sim_da.to_device
+
+    def to_device(ary, stream=0, copy=True, to=None):
+        if isinstance(ary, (SimPinnedArray, SimMappedArray)):
+            ary = ary.view(np.ndarray)
+        return original(ary, stream=stream, copy=copy, to=to)
+
+    for name, module in list(sys.modules.items()):
+        if module is not None and (name == "numba.cuda" or name.startswith("numba.cuda.")):
+            for attr, value in list(vars(module).items()):
+                if value is original:
+                    setattr(module, attr, to_device)
 
 
 def _launches_take_turns() -> None:
