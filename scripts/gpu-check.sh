@@ -13,6 +13,8 @@
 #                                                  the tests and benchmark, and the page
 #                                                  (with the notebooks part's figures)
 # NOTEBOOKS_JSON with a notebooks run: this run's results update that earlier run's.
+# REPEAT=3 with a notebooks run: each notebook three times in a row (all must pass; the
+# page shows each run's figures), as for the capstone's repeatable pipeline.
 # EARLIER=folder (an earlier tests part's junit.xml and tests.json, from its $OUT): the
 # page counts both parts' tests.
 # A partial set: NOTEBOOKS="solutions/*/*.ipynb" TESTS="tests/test_labs.py" (the page
@@ -36,7 +38,7 @@ status=0
 if [ "$PART" != tests ]; then
   # the notebooks first, executed in place: the tests then check what will be committed
   # shellcheck disable=SC2086  # NOTEBOOKS and TESTS are lists of paths and globs
-  python3 scripts/run_notebooks.py --json "$OUT/notebooks.json" ${NOTEBOOKS_JSON:+--merge "$NOTEBOOKS_JSON"} ${NOTEBOOKS:-} \
+  python3 scripts/run_notebooks.py --json "$OUT/notebooks.json" ${NOTEBOOKS_JSON:+--merge "$NOTEBOOKS_JSON"} ${REPEAT:+--repeat "$REPEAT"} ${NOTEBOOKS:-} \
     > "$OUT/notebooks.txt" 2>&1 || status=1
   cat "$OUT/notebooks.txt"
   tar -cf "$OUT/notebooks.tar" notebooks/*.ipynb solutions/*/*.ipynb

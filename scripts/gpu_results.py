@@ -60,9 +60,21 @@ def notebook_sections(results):
         lines += ["", f"## {title}", "", intro]
         for path, r in group.items():
             state = "ran" if r["error"] is None else f"FAILED ({r['error']})"
-            lines += ["", f"### [{Path(path).name}](../{path})", "",
-                      f"{state} in {r['seconds']} s", ""]
-            lines += [f"- {k}: {v}" for k, v in r["headline"]]
+            lines += ["", f"### [{Path(path).name}](../{path})", ""]
+            runs = r.get("runs", [])
+            if runs:
+                lines += [f"{state}: {len(runs)} runs in a row, each in a fresh kernel, in "
+                          + ", ".join(f"{x['seconds']} s" for x in runs)
+                          + ". Each figure from run 1 to run " + str(len(runs))
+                          + "; the notebook holds the last:", ""]
+                values = {}
+                for x in runs:
+                    for k, v in x["headline"]:
+                        values.setdefault(k, []).append(v)
+                lines += [f"- {k}: {' · '.join(vs)}" for k, vs in values.items()]
+            else:
+                lines += [f"{state} in {r['seconds']} s", ""]
+                lines += [f"- {k}: {v}" for k, v in r["headline"]]
     return lines
 
 

@@ -1,13 +1,15 @@
 """Execute the course notebooks and the lab solutions in place; collect what they report.
 
-    python scripts/run_notebooks.py [--json PATH] [NOTEBOOK ...]
+    python scripts/run_notebooks.py [--json PATH] [--repeat N] [NOTEBOOK ...]
     (default: notebooks/*.ipynb, then solutions/*/*.ipynb)
 
 Each notebook runs top to bottom in a fresh kernel (nbclient), in its own folder, and
 is saved with its outputs. A lesson's last code cell, tagged ``headline``, prints
 ``name: value`` lines: the figures that docs/gpu-results.md reports for it. Its cell
 tagged ``claims`` is re-checked from the saved output, and a claim that does not hold
-fails the run, named. A lab solution reports what each of its graded check cells
+fails the run, named. ``--repeat N`` runs each notebook N times in a row, each in a fresh
+kernel: every run must pass, the last one is saved, and the results keep each run's
+figures (``runs``), so that a page can show that a result repeats. A lab solution reports what each of its graded check cells
 printed (its timings and its "passed"). Run on a GPU by scripts/gpu-check.sh; committed outputs come from that run.
 """
 
@@ -111,11 +113,25 @@ def claims_error(path: Path) -> str | None:
     return f"claims that do not hold: {'; '.join(failed)}" if failed else None
 
 
+def repeated(runs: list[dict]) -> dict:
+    """One notebook's result from several runs in a row: the last run's, failed if any
+    run failed (naming it), with every run's own result under ``runs``."""
+    if len(runs) == 1:
+        return runs[0]
+    result = dict(runs[-1], runs=[dict(r) for r in runs])
+    failed = [f"run {i + 1} of {len(runs)}: {r['error']}" for i, r in enumerate(runs)
+              if r["error"] is not None]
+    result["error"] = "; ".join(failed) or None
+    return result
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("notebooks", nargs="*", type=Path)
     ap.add_argument("--json", type=Path, help="write the results here")
     ap.add_argument("--timeout", type=int, default=600, help="seconds per cell")
+    ap.add_argument("--repeat", type=int, default=1, metavar="N",
+                    help="run each notebook N times in a row (the last run is saved)")
     ap.add_argument("--merge", type=Path, help="results of an earlier run (JSON) that this "
                     "run's results update: a run in parts writes one page")
     a = ap.parse_args()
@@ -126,14 +142,21 @@ def main() -> int:
         print("no notebooks to run", file=sys.stderr)
         return 1
     results = json.loads(a.merge.read_text()) if a.merge and a.merge.exists() else {}
+    if a.repeat < 1:
+        print(f"--repeat {a.repeat}: give the number of runs, 1 or more", file=sys.stderr)
+        return 2
     for p in paths:
-        r = run(p, a.timeout)
         name = p.relative_to(ROOT).as_posix() if p.is_relative_to(ROOT) else str(p)
-        results[name] = r
-        status = "ok" if r["error"] is None else f"FAILED: {r['error']}"
-        print(f"{name}: {r['seconds']} s, {status}")
-        for key, value in r["headline"]:
-            print(f"    {key}: {value}")
+        runs = []
+        for i in range(a.repeat):
+            r = run(p, a.timeout)
+            runs.append(r)
+            status = "ok" if r["error"] is None else f"FAILED: {r['error']}"
+            which = f" (run {i + 1} of {a.repeat})" if a.repeat > 1 else ""
+            print(f"{name}{which}: {r['seconds']} s, {status}")
+            for key, value in r["headline"]:
+                print(f"    {key}: {value}")
+        results[name] = repeated(runs)
     if a.json:
         a.json.write_text(json.dumps(results, indent=1))
     return 0 if all(r["error"] is None for r in results.values()) else 1  # earlier too

@@ -83,3 +83,16 @@ def test_results_page_links_lessons_and_labs_in_their_own_sections():
     assert text.index("## The notebooks") < text.index("(../notebooks/00__x__y.ipynb)")
     assert text.index("## The labs") < text.index("(../solutions/lab01__z/lab01__z.ipynb)")
     assert "FAILED (CheckFailed: too slow)" in text
+
+
+def test_a_repeated_run_keeps_every_run_and_fails_if_any_run_failed():
+    good = {"seconds": 1.0, "error": None, "headline": [["pipelined", "241.4 ms"]]}
+    bad = {"seconds": 2.0, "error": "claims that do not hold: x", "headline": []}
+    assert run_notebooks.repeated([good]) is good
+    r = run_notebooks.repeated([good, dict(good, headline=[["pipelined", "242.0 ms"]])])
+    assert r["error"] is None and len(r["runs"]) == 2
+    text = "\n".join(gpu_results.notebook_sections({"notebooks/06__x.ipynb": r}))
+    assert "2 runs in a row" in text and "- pipelined: 241.4 ms · 242.0 ms" in text
+    r = run_notebooks.repeated([good, bad, good])
+    assert r["error"] == "run 2 of 3: claims that do not hold: x"
+    assert "FAILED (run 2 of 3" in "\n".join(gpu_results.notebook_sections({"notebooks/06__x.ipynb": r}))
