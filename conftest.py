@@ -12,6 +12,7 @@
 import importlib.util
 import json
 import os
+import re
 
 import pytest
 
@@ -82,10 +83,45 @@ def _close_figures():
 
 
 
+
+
+# What a simulator run of a lesson must never print: a warning, or a size or a rate of
+# zero (a figure scaled for the GPU and printed at the simulator's size reads as wrong).
+_ZERO = re.compile(r"(?<![\d.])0(?:\.0+)? ?(?:bytes|B|KB|MB|GB|TB|kB|KiB|MiB|GiB)(?:/s)?\b")
+
+
+def sim_output_problems(outputs) -> list[str]:
+    """What is wrong with a cell's outputs from a simulator run (see above)."""
+    problems = []
+    for out in outputs or ():
+        text = out.get("text", "") if out.get("output_type") == "stream" else \
+            out.get("data", {}).get("text/plain", "")
+        text = "".join(text) if isinstance(text, list) else text
+        if out.get("output_type") == "stream" and out.get("name") == "stderr" \
+                and re.search(r"warning", text, re.I):
+            problems.append(f"a warning: {text.strip()[:300]}")
+        for m in _ZERO.finditer(text):
+            line = text[text.rfind("\n", 0, m.start()) + 1:text.find("\n", m.end()) % (len(text) + 1)]
+            problems.append(f"a zero size or rate, {m.group(0)!r}, in: {line.strip()[:200]}")
+    return problems
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
-    """Mark a test that failed (``item.failed``), for fixtures that keep evidence of it
-    (the browser test's screenshot)."""
+    """A lesson's cell run by nbval on the simulator fails if it printed a warning or a zero
+    size or rate: the simulator must still show what a GPU would. And a test that failed is
+    marked (``item.failed``), for fixtures that keep evidence of it (the browser test's
+    screenshot)."""
     outcome = yield
-    if outcome.get_result().failed:
+    report = outcome.get_result()
+    outputs = getattr(item, "test_outputs", None)
+    if (call.when == "call" and report.passed and outputs is not None
+            and streamlab.on_simulator()
+            and item.path.parent.name == "notebooks"):
+        problems = sim_output_problems(outputs)
+        if problems:
+            report.outcome = "failed"
+            report.longrepr = (f"{item.path.name}, cell {item.name}: on the simulator it printed "
+                               + "; ".join(problems))
+    if report.failed:
         item.failed = True

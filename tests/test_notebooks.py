@@ -55,7 +55,8 @@ def test_lesson_shape(path):
         "the last code cell must be the one tagged 'headline'"
     assert any("nbval-check-output" in tags(c) for c in code), "no cell is checked by nbval"
     assert any("## What you learned" in c.source for c in nb.cells if c.cell_type == "markdown")
-    assert any("**Prediction.**" in c.source for c in nb.cells if c.cell_type == "markdown")
+    assert any("**Prediction.**" in c.source or "**Question.**" in c.source
+               for c in nb.cells if c.cell_type == "markdown"), "no question before a result"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name[:2])
@@ -74,6 +75,22 @@ def test_committed_outputs_come_from_a_gpu_run(path):
     assert "CUDA simulator" not in stdout(code[-1])
 
 
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name[:2])
+def test_a_lesson_with_a_lab_links_it_at_its_end_and_the_lab_links_back(path):
+    labs = sorted((ROOT / "labs").glob(f"lab{path.name[:2]}__*/lab*.ipynb"))
+    nb = load(path)
+    cells = [c for c in nb.cells if "your-lab" in tags(c)]
+    if not labs:
+        assert not cells, "a 'your lab' cell, but labs/ has no lab with this number"
+        return
+    assert len(cells) == 1 and nb.cells.index(cells[0]) == len(nb.cells) - 2, \
+        "the 'your lab' cell (tagged your-lab) sits just above the bottom navigation"
+    link = f"../labs/{labs[0].parent.name}/{labs[0].name}"
+    assert f"]({link})" in cells[0].source and (path.parent / link).exists()
+    lab = load(labs[0])
+    assert f"../../notebooks/{path.name}" in lab.cells[0].source, "the lab must link back"
+
+
 def test_readme_contents_link_every_notebook():
     readme = (ROOT / "README.md").read_text()
     for p in NOTEBOOKS:
@@ -88,3 +105,19 @@ def test_learners_never_see_the_word_seed(path):
     text = re.sub(r"\bseed=", "", path.read_text())
     assert not re.search(r"\bseed", text, re.I), \
         f"{path.name} says 'seed': name the source document instead"
+
+
+def test_a_simulator_run_that_prints_a_warning_or_a_zero_size_fails():
+    """conftest.py fails a lesson's cell, run by nbval on the simulator, that prints a
+    warning or a size or rate of zero: the simulator must still show what a GPU would."""
+    from conftest import sim_output_problems
+
+    def out(text, name="stdout"):
+        return {"output_type": "stream", "name": name, "text": text}
+
+    assert sim_output_problems([out("chunks: 16 x 16.8 MB, 54.3 GB/s, 10 MB, 0.5 MB\n")]) == []
+    assert sim_output_problems([out("host work 0.00469 ms\n")]) == []
+    for bad in ("chunks: 16 x 0.0 MB\n", "= 0 GB/s\n", "copied 0 bytes\n"):
+        assert sim_output_problems([out(bad)]), bad
+    warned = sim_output_problems([out("x.py:3: RuntimeWarning: overflow\n", "stderr")])
+    assert warned and "a warning" in warned[0]
