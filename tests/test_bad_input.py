@@ -58,6 +58,11 @@ def test_spans_on_one_stream_cannot_nest_and_an_open_span_is_named():
             with tl.span("inner", s):
                 pass
     assert tl.metrics().spans == 1
+    with tl.span("same name", s):                 # one name twice is still a nest
+        with pytest.raises(ValueError, match="opens inside span 'same name'"):
+            with tl.span("same name", s):
+                pass
+    assert tl.metrics().spans == 2
     open_span = tl.span("never closed", s)
     open_span.__enter__()
     with pytest.raises(TimelineError, match="'never closed' was opened and not closed"):

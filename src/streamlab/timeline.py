@@ -41,15 +41,16 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+import weakref
 from dataclasses import dataclass
 
 from numba import cuda
 
 from ._device import device_name, on_simulator
 from .model import simulator_model, timeline_made
-from .ops import internal
+from .ops import internal, observing
 from .streams import canonical_handle, stream_info, stream_key
-from .kinds import HOST_KINDS, check_kind
+from .kinds import HOST_KINDS, KINDS, check_kind
 from .trace import Row, Span, Trace
 
 
@@ -82,6 +83,136 @@ class _HostEntry:
     real: tuple | None = None  # (start, end) on the host's clock, for predictions
 
 
+class _PooledEvent:
+    """A CUDA event of the span pool: a bare driver handle, recorded by the driver call
+    itself (numba's Event costs about 8 us to make and 2.5 us to record; this, 1.3 us
+    to record and nothing to make once the pool has it)."""
+
+    __slots__ = ("handle",)
+
+    def __init__(self, handle):
+        self.handle = handle
+
+    def query(self) -> bool:
+        drv, ok = _driver()
+        (err,) = drv.cuEventQuery(self.handle)
+        if err == drv.CUresult.CUDA_ERROR_NOT_READY:
+            return False
+        if err != ok:
+            _fail(err, "query a span's event")
+        return True
+
+    def synchronize(self) -> None:
+        drv, ok = _driver()
+        (err,) = drv.cuEventSynchronize(self.handle)
+        if err != ok:
+            _fail(err, "wait for a span's event")
+
+
+_drv: list = []  # [cuda.bindings.driver, CUDA_SUCCESS], once a span needs them
+
+
+def _driver():
+    if not _drv:
+        from cuda.bindings import driver
+
+        _drv[:] = [driver, driver.CUresult.CUDA_SUCCESS]
+    return _drv
+
+
+def _fail(err, what: str):
+    raise TimelineError(f"could not {what}: the driver said {getattr(err, 'name', err)}")
+
+
+_pool: dict[int, list] = {}  # device id -> free events (made in its primary context)
+_pool_lock = threading.Lock()
+
+
+def _take_events(device: int) -> tuple:
+    """Two events of the pool (made 64 at a time when it runs short)."""
+    with _pool_lock:
+        free = _pool.get(device)
+        if free is None or len(free) < 2:
+            drv, ok = _driver()
+            free = _pool.setdefault(device, [])
+            for _ in range(64):
+                err, ev = drv.cuEventCreate(0)  # CU_EVENT_DEFAULT: timing on
+                if err != ok:
+                    _fail(err, "make events for the timeline's spans")
+                free.append(_PooledEvent(ev))
+        return free.pop(), free.pop()
+
+
+def _give_back(device: int, events: list) -> None:
+    """A Timeline's events, back to the pool once the timeline is gone."""
+    with _pool_lock:
+        _pool.setdefault(device, []).extend(events)
+
+
+class _SpanBlock:
+    """``with timeline.span(...)``: a class, not a generator, for a lean host cost (see
+    benchmarks/span_overhead.py)."""
+
+    __slots__ = ("tl", "name", "stream", "kind", "handle", "key", "row", "start", "end")
+
+    def __init__(self, tl, name, stream, kind):
+        self.tl, self.name, self.stream, self.kind = tl, name, stream, kind
+
+    def __enter__(self):
+        tl, name, stream = self.tl, self.name, self.stream
+        self.handle = handle = canonical_handle(stream)
+        self.key = key = stream_key(handle)
+        row = tl._rows.get(key)
+        self.row = row.label if row is not None else tl._stream_row(stream)
+        if tl._open.setdefault(key, self) is not self:  # one dict step: no lock needed
+            raise ValueError(
+                f"span {name!r} opens inside span {tl._open[key].name!r} on the same "
+                f"stream ({self.row}): spans on one stream cannot nest, or the work would "
+                f"count twice. Close the first span before opening the next")
+        try:
+            if tl.simulated or observing():
+                # numba's own events, which record_ops, race_check and the model see
+                tl._check_current_device()
+                self.start, self.end = cuda.event(timing=True), cuda.event(timing=True)
+                with internal():
+                    self.start.record(stream)
+            else:
+                # lean: two events of the pool, recorded by the driver call alone
+                drv, ok = _drv or _driver()
+                err, dev = drv.cuCtxGetDevice()
+                if err != ok or int(dev) != tl.device_id:
+                    tl._check_current_device()
+                self.start, self.end = _take_events(tl.device_id)
+                tl._pooled += (self.start, self.end)
+                (err,) = drv.cuEventRecord(self.start.handle, handle)
+                if err != ok:
+                    _fail(err, f"record span {name!r}'s start event")
+        except BaseException:
+            if tl._open.get(key) is self:
+                del tl._open[key]
+            raise
+        return None
+
+    def __exit__(self, exc_type, exc, tb):
+        tl = self.tl
+        try:
+            if exc_type is None:
+                if isinstance(self.end, _PooledEvent):
+                    drv, ok = _drv
+                    (err,) = drv.cuEventRecord(self.end.handle, self.handle)
+                    if err != ok:
+                        _fail(err, f"record span {self.name!r}'s end event")
+                else:
+                    with internal():
+                        self.end.record(self.stream)
+                tl._entries.append(_GpuEntry(self.name, self.row, self.kind, self.start,
+                                             self.end))
+        finally:
+            if tl._open.get(self.key) is self:
+                del tl._open[self.key]
+        return False
+
+
 class Timeline:
     """A recorder of GPU spans (event pairs) and host spans (host clock) on one axis.
 
@@ -100,12 +231,15 @@ class Timeline:
         self._rows: dict[object, Row] = {}  # key: stream handle, or ("host", thread id)
         self._labels: dict[int, str] = {}
         self._numbered = 0
-        self._open: dict[object, str] = {}  # stream key -> the span open on it
+        self._open: dict = {}  # stream key -> the span block open on it
         self._lock = threading.Lock()  # rows may be made from several host threads
         self._model = simulator_model() if self.simulated else None
         self._origin, self.host_origin_s, self.clock_uncertainty_ms = self._calibrate(
             calibrations
         )
+        self._pooled: list = []  # the pool's events this timeline holds, until it is gone
+        if not self.simulated:
+            weakref.finalize(self, _give_back, self.device_id, self._pooled)
         timeline_made(self)
 
     # --- time base -------------------------------------------------------------
@@ -218,14 +352,14 @@ class Timeline:
             )
 
     # --- recording GPU spans ---------------------------------------------------
-    @contextlib.contextmanager
     def span(self, name: str, stream, kind: str = "kernel"):
         """Record a start event before and an end event after the block, in ``stream``.
 
         The work inside the block must be issued to the same ``stream``; the events
         then bracket exactly that work in the stream's order.
         """
-        check_kind(kind)
+        if kind not in KINDS:
+            check_kind(kind)  # raises, naming the kinds
         if kind == "host":
             raise ValueError("host work has no stream: use `with timeline.host(name):`")
         if stream is None:
@@ -233,27 +367,7 @@ class Timeline:
                 f"span {name!r} needs the stream its work goes to. Pass "
                 f"cuda.default_stream() to time work on the default stream."
             )
-        row = self._stream_row(stream)
-        self._check_current_device()
-        key = stream_key(canonical_handle(stream))
-        with self._lock:
-            if key in self._open:
-                raise ValueError(
-                    f"span {name!r} opens inside span {self._open[key]!r} on the same "
-                    f"stream ({row}): spans on one stream cannot nest, or the work would "
-                    f"count twice. Close the first span before opening the next")
-            self._open[key] = str(name)
-        start, end = cuda.event(timing=True), cuda.event(timing=True)
-        try:
-            with internal():
-                start.record(stream)
-            yield
-            with internal():
-                end.record(stream)
-            self._entries.append(_GpuEntry(str(name), row, kind, start, end))
-        finally:
-            with self._lock:
-                self._open.pop(key, None)
+        return _SpanBlock(self, str(name), stream, kind)
 
     def add(self, name: str, start_event, end_event, stream, kind: str = "kernel") -> None:
         """Add a span from two events that you recorded yourself in ``stream``.
@@ -324,7 +438,7 @@ class Timeline:
         from numba.cuda.cudadrv.driver import CudaAPIError
 
         if self._open:
-            names = ", ".join(repr(n) for n in self._open.values())
+            names = ", ".join(repr(b.name) for b in list(self._open.values()))
             raise TimelineError(
                 f"span {names} was opened and not closed: read the timeline after its "
                 f"`with timeline.span(...)` block ends")
