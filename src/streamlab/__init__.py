@@ -43,6 +43,7 @@ from .kinds import COLOURS, KINDS  # noqa: E402
 from . import model  # noqa: E402
 from .model import kernel_cost, now, predict, size  # noqa: E402
 from .plot import compare, plot  # noqa: E402
+from .profiler import Profile, ProfileError, profile  # noqa: E402
 from .spin import globaltimer, ms_to_ns, spin  # noqa: E402
 from .streams import StreamInfo, priority_range, stream, stream_info  # noqa: E402
 from .timeline import Timeline, TimelineError, TimelineNotReady  # noqa: E402
@@ -52,11 +53,11 @@ __version__ = "0.1.0"
 
 __all__ = [
     "COLOURS", "DeviceModeError", "HostCall", "HostFuncError", "KINDS", "Metrics", "Op",
-    "OpLog", "Race", "RaceError", "Region", "Row", "Span", "StreamInfo", "StreamRef", "Timeline", "TimelineError",
+    "OpLog", "Profile", "ProfileError", "Race", "RaceError", "Region", "Row", "Span", "StreamInfo", "StreamRef", "Timeline", "TimelineError",
     "TimelineNotReady", "Trace", "check", "find_races", "host_access", "is_pinned",
     "race_check", "record_ops", "uninstall", "CheckFailed", "ClaimFailed", "claims",
     "describe", "device_name", "globaltimer", "launch_host_func", "ms_to_ns", "on_simulator",
-    "pick", "plot", "priority_range", "spin", "stream", "stream_done", "stream_info",
+    "pick", "plot", "priority_range", "profile", "spin", "stream", "stream_done", "stream_info",
     "to_chrome_trace", "compare", "kernel_cost", "model", "now", "predict", "size",
 ]
 

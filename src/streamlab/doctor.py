@@ -29,7 +29,8 @@ def _parse(v: str) -> tuple[int, ...]:
 
 def versions() -> dict[str, str | None]:
     """The installed versions of the packages the course depends on (None: missing)."""
-    names = ["numba", "numba-cuda", "numpy", "cuda-bindings", "cuda-core", "matplotlib"]
+    names = ["numba", "numba-cuda", "numpy", "cuda-bindings", "cuda-core", "matplotlib",
+             "cupti-python"]
     return {name: _version(name) for name in names}
 
 
@@ -118,6 +119,11 @@ def report() -> tuple[str, int]:
     for name, v in versions().items():
         lines.append(f"  {name:<14} {v or 'not installed'}")
     lines.append(f"  {ENV_VAR:<14} {os.environ.get(ENV_VAR) or '(unset: chosen automatically)'}")
+    from .profiler import cupti_probe
+
+    cupti_ok, cupti_says = cupti_probe()
+    lines.append(f"  CUPTI          {'yes' if cupti_ok else 'no'}: {cupti_says} "
+                 f"(streamlab.profile() {'collects' if cupti_ok else 'gives an empty profile'})")
     found = checks()
     lines.append("")
     if not any(level != OK for level, _ in found):
