@@ -58,7 +58,7 @@ def notebook_sections(results):
         if not group:
             continue
         lines += ["", f"## {title}", "", intro]
-        for path, r in group.items():
+        for path, r in sorted(group.items()):
             state = "ran" if r["error"] is None else f"FAILED ({r['error']})"
             lines += ["", f"### [{Path(path).name}](../{path})", ""]
             runs = r.get("runs", [])

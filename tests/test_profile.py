@@ -194,3 +194,14 @@ def test_event_spans_against_cupti_over_a_hundred_kernels(numba_events, figures)
         figures("the same, less the time queued behind the stream's earlier work, median",
                 round(statistics.median(d["latency_ms"] for d in launches) * 1000, 2), "us")
     assert min(diffs) > -5, "a span shorter than its kernel: the span misses work"
+
+
+def test_a_kernel_shorter_than_its_launch_call_is_named():
+    """The host sets the pace when a kernel takes less GPU time than its launch call."""
+    recs = [Record("driver", "cuLaunchKernel", 0, 20_000, 1, thread_id=1),
+            Record("kernel", "tiny", 15_000, 17_000, 1, stream_id=3),
+            Record("driver", "cuLaunchKernel", 30_000, 40_000, 2, thread_id=1),
+            Record("kernel", "long", 45_000, 2_045_000, 2, stream_id=3)]
+    short = Profile(recs).short_kernels()
+    assert [d["kernel"] for d in short] == ["tiny"]
+    assert short[0]["delay_ms"] == pytest.approx(-0.005)   # it began before the call returned

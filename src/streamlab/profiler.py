@@ -206,6 +206,7 @@ def profile(timeline=None, *, quiet: bool = False):
             yield prof
             return
         offset0, err0 = _clock_pair(cupti)
+        begin_ns = cupti.get_timestamp()
         if timeline is None:
             prof.host_origin_s = time.perf_counter()
         yield prof
@@ -217,7 +218,10 @@ def profile(timeline=None, *, quiet: bool = False):
             cupti.activity_disable(getattr(cupti.ActivityKind, name))
         _collecting.release()
     with lock:
-        prof.records = sorted(raw, key=lambda r: (r.start_ns, r.end_ns))
+        # CUPTI may hand this session records of an earlier one that it flushed late:
+        # keep only what began inside the block
+        prof.records = sorted((r for r in raw if r.start_ns >= begin_ns),
+                              key=lambda r: (r.start_ns, r.end_ns))
     prof.clock_offset_ns = (offset0 + offset1) / 2
     # the alignment's error: the readings' own, and how far the two clocks drifted
     prof.clock_error_ms = max(err0, err1) + abs(offset1 - offset0) / 2 / 1e6
@@ -366,10 +370,11 @@ class Profile:
         return [d for d in self.launch_delays() if d["gpu_ms"] < d["call_ms"]]
 
     def idle(self) -> dict[str, dict]:
-        """Per stream: its idle time (ms) between its first piece of work and its last,
-        split by what it waited for: "host" (the next work was not yet issued), "another
-        stream" (an event wait on this stream was issued before the next work) and
-        "other" (issued, not waiting: the GPU's own start-up time)."""
+        """Per stream: its idle time (ms) from the start of the profiled work (the first
+        GPU record on any stream) to its own last piece of work, split by what it waited
+        for: "host" (the next work was not yet issued), "another stream" (an event wait on
+        this stream was issued before the next work) and "other" (issued, not waiting:
+        the GPU's own start-up time)."""
         self._require()
         calls = self._calls()
         waits: dict = {}
@@ -381,14 +386,15 @@ class Profile:
         by_stream: dict = {}
         for r in self.gpu_records:
             by_stream.setdefault(r.stream_id, []).append(r)
+        if not by_stream:
+            return {}
+        window = min(r.start_ns for r in self.gpu_records)  # the profiled work's start
         out = {}
         for sid, work in by_stream.items():
             work.sort(key=lambda r: r.start_ns)
             split = {"host": 0.0, "another stream": 0.0, "other": 0.0}
-            busy_until = work[0].end_ns
-            first = calls.get(work[0].correlation_id)
-            prev_issue = min(first.end_ns, work[0].start_ns) if first else work[0].start_ns
-            for r in work[1:]:
+            busy_until, prev_issue = window, -1  # before its first work: since the start
+            for r in work:
                 call = calls.get(r.correlation_id)
                 issued = min(call.end_ns, r.start_ns) if call is not None else r.start_ns
                 gap_start, gap_end = busy_until, r.start_ns
