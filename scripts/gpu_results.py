@@ -68,9 +68,9 @@ def notebook_sections(results):
                           + ". Each figure from run 1 to run " + str(len(runs))
                           + "; the notebook holds the last:", ""]
                 values = {}
-                for x in runs:
+                for i, x in enumerate(runs):  # by run: a run without the figure shows "–"
                     for k, v in x["headline"]:
-                        values.setdefault(k, []).append(v)
+                        values.setdefault(k, ["–"] * len(runs))[i] = v
                 lines += [f"- {k}: {' · '.join(vs)}" for k, vs in values.items()]
             else:
                 lines += [f"{state} in {r['seconds']} s", ""]

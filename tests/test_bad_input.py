@@ -63,6 +63,15 @@ def test_spans_on_one_stream_cannot_nest_and_an_open_span_is_named():
             with tl.span("same name", s):
                 pass
     assert tl.metrics().spans == 2
+    block = tl.span("once", s)
+    with block:
+        with pytest.raises(RuntimeError, match="entered already"):
+            with block:                           # the same block inside itself
+                pass
+    with pytest.raises(RuntimeError, match="entered already"):
+        with block:                               # or again after it closed
+            pass
+    assert tl.metrics().spans == 3
     open_span = tl.span("never closed", s)
     open_span.__enter__()
     with pytest.raises(TimelineError, match="'never closed' was opened and not closed"):

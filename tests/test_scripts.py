@@ -93,6 +93,8 @@ def test_a_repeated_run_keeps_every_run_and_fails_if_any_run_failed():
     assert r["error"] is None and len(r["runs"]) == 2
     text = "\n".join(gpu_results.notebook_sections({"notebooks/06__x.ipynb": r}))
     assert "2 runs in a row" in text and "- pipelined: 241.4 ms · 242.0 ms" in text
-    r = run_notebooks.repeated([good, bad, good])
+    r = run_notebooks.repeated([good, bad, dict(good, headline=[["pipelined", "250.0 ms"]])])
     assert r["error"] == "run 2 of 3: claims that do not hold: x"
+    text = "\n".join(gpu_results.notebook_sections({"notebooks/06__x.ipynb": r}))
+    assert "- pipelined: 241.4 ms · – · 250.0 ms" in text   # each figure under its own run
     assert "FAILED (run 2 of 3" in "\n".join(gpu_results.notebook_sections({"notebooks/06__x.ipynb": r}))

@@ -139,7 +139,7 @@ _ENABLED = ("CONCURRENT_KERNEL", "MEMCPY", "MEMSET", "SYNCHRONIZATION", "DRIVER"
 _collecting = threading.Lock()  # one profile at a time: CUPTI's activity API is global
 
 
-def _clock_pair(cupti) -> tuple[float, float]:
+def _clock_pair(cupti) -> tuple[int, float]:
     """CUPTI's clock against the host's perf_counter: (offset ns, uncertainty ms), from
     the tightest of several bracketed readings."""
     best = None
@@ -150,7 +150,7 @@ def _clock_pair(cupti) -> tuple[float, float]:
         if best is None or h1 - h0 < best[1] - best[0]:
             best = (h0, h1, c)
     h0, h1, c = best
-    return c - (h0 + h1) / 2, (h1 - h0) / 2 / 1e6
+    return c - (h0 + h1) // 2, (h1 - h0) / 2 / 1e6
 
 
 @contextlib.contextmanager
@@ -159,8 +159,11 @@ def profile(timeline=None, *, quiet: bool = False):
 
     ``timeline``: the :class:`~streamlab.Timeline` of the same code. The profile's
     trace then uses its time axis and its stream labels. Where CUPTI cannot run, one
-    line says why and what to do (unless ``quiet``), and the profile stays empty."""
-    if timeline is not None and not hasattr(timeline, "host_origin_s"):
+    line says why and what to do (unless ``quiet``), and the profile has no records: its
+    ``available`` is False, ``reason`` says why, and its metrics raise ProfileError."""
+    from .timeline import Timeline
+
+    if timeline is not None and not isinstance(timeline, Timeline):
         raise TypeError(f"profile(timeline) takes the streamlab.Timeline of the same code, "
                         f"not {type(timeline).__name__}")
     ok, why = cupti_status()
@@ -180,16 +183,26 @@ def profile(timeline=None, *, quiet: bool = False):
     from numba import cuda
 
     raw: list = []
+    dropped = [0]
     lock = threading.Lock()
 
     def requested():
         return 8 * 1024 * 1024, 0
 
     def completed(activities):
-        with lock:
-            raw.extend(r for r in (record_from_cupti(a, cupti) for a in activities) if r)
+        # never raise here: CUPTI calls this, and an error would lose the buffer's rest
+        for a in activities:
+            try:
+                r = record_from_cupti(a, cupti)
+            except Exception:  # noqa: BLE001  (a record CUPTI left incomplete)
+                dropped[0] += 1
+                continue
+            if r is not None:
+                with lock:
+                    raw.append(r)
 
     enabled = []
+    refused = None
     try:
         cuda.synchronize()  # work issued before the block is not this profile's
         try:
@@ -198,34 +211,50 @@ def profile(timeline=None, *, quiet: bool = False):
                 cupti.activity_enable(getattr(cupti.ActivityKind, name))
                 enabled.append(name)
         except Exception as e:  # noqa: BLE001  (the driver refused CUPTI)
-            prof.available, prof.reason = False, (
-                f"the driver refused CUPTI ({e}); another profiler (Nsight) may hold it, "
-                "or the driver's profiling permission is off (NVreg_RestrictProfilingToAdminUsers)")
-            if not quiet:
-                print(f"streamlab.profile: no CUPTI records here: {prof.reason}")
-            yield prof
-            return
-        offset0, err0 = _clock_pair(cupti)
-        begin_ns = cupti.get_timestamp()
-        if timeline is None:
-            prof.host_origin_s = time.perf_counter()
+            refused = (f"the driver refused CUPTI ({e}); another profiler (Nsight) may hold "
+                       "it, or the driver's profiling permission is off "
+                       "(NVreg_RestrictProfilingToAdminUsers)")
+        if refused is None:
+            offset0, err0 = _clock_pair(cupti)
+            begin_ns = cupti.get_timestamp()
+            if timeline is None:
+                prof.host_origin_s = time.perf_counter()
+    except BaseException:
+        _stop(cupti, enabled)
+        raise
+    if refused is not None:
+        _stop(cupti, enabled)
+        prof.available, prof.reason = False, refused
+        if not quiet:
+            print(f"streamlab.profile: no CUPTI records here: {refused}")
+        yield prof
+        return
+    try:
         yield prof
         cuda.synchronize()  # the block's work must be done for its records to exist
         offset1, err1 = _clock_pair(cupti)
         cupti.activity_flush_all(1)
     finally:
-        for name in reversed(enabled):
-            cupti.activity_disable(getattr(cupti.ActivityKind, name))
-        _collecting.release()
+        _stop(cupti, enabled)
     with lock:
         # CUPTI may hand this session records of an earlier one that it flushed late:
         # keep only what began inside the block
         prof.records = sorted((r for r in raw if r.start_ns >= begin_ns),
                               key=lambda r: (r.start_ns, r.end_ns))
-    prof.clock_offset_ns = (offset0 + offset1) / 2
+    prof.dropped = dropped[0]
+    prof.clock_offset_ns = (offset0 + offset1) // 2  # an int: a float of 1e18 ns is 256 ns coarse
     # the alignment's error: the readings' own, and how far the two clocks drifted
     prof.clock_error_ms = max(err0, err1) + abs(offset1 - offset0) / 2 / 1e6
     prof.streams = _stream_labels(cupti, timeline)
+
+
+def _stop(cupti, enabled) -> None:
+    """Disable what was enabled and let the next profile start, whatever fails."""
+    try:
+        for name in reversed(enabled):
+            cupti.activity_disable(getattr(cupti.ActivityKind, name))
+    finally:
+        _collecting.release()
 
 
 def _stream_labels(cupti, timeline) -> dict[int, str]:
@@ -259,7 +288,8 @@ class Profile:
     records: list
     available: bool = True
     reason: str = ""
-    clock_offset_ns: float = 0.0  # CUPTI ns minus perf_counter ns
+    clock_offset_ns: int = 0  # CUPTI ns minus perf_counter ns
+    dropped: int = 0  # records CUPTI handed over incomplete, left out
     clock_error_ms: float = 0.0
     host_origin_s: float = 0.0
     streams: dict = field(default_factory=dict)  # CUPTI stream id -> label
@@ -282,7 +312,7 @@ class Profile:
         if isinstance(doc, (str, Path)):
             doc = json.loads(Path(doc).read_text())
         return cls([Record.from_dict(r) for r in doc["records"]],
-                   clock_offset_ns=doc["clock_offset_ns"], clock_error_ms=doc["clock_error_ms"],
+                   clock_offset_ns=int(doc["clock_offset_ns"]), clock_error_ms=doc["clock_error_ms"],
                    host_origin_s=doc["host_origin_s"], device=doc.get("device", "GPU"),
                    streams={int(k): v for k, v in doc.get("streams", {}).items()})
 
@@ -328,9 +358,9 @@ class Profile:
                 kind, name = "kernel", r.name
             elif r.kind == "memcpy":
                 kind = _COPY_KINDS.get(r.name, "other")
-                name = f"{r.name} {r.bytes / 1e6:.3g} MB ({r.src} to {r.dst})"
+                name = f"{r.name} {(r.bytes or 0) / 1e6:.3g} MB ({r.src} to {r.dst})"
             else:
-                kind, name = "other", f"memset {r.bytes / 1e6:.3g} MB"
+                kind, name = "other", f"memset {(r.bytes or 0) / 1e6:.3g} MB"
             spans.append(Span(name, row, kind, self.ms(r.start_ns), self.ms(r.end_ns)))
         for r in self.of("driver"):
             row = f"host: driver calls (thread {r.thread_id})"
@@ -374,7 +404,7 @@ class Profile:
         GPU record on any stream) to its own last piece of work, split by what it waited
         for: "host" (the next work was not yet issued), "another stream" (an event wait on
         this stream was issued before the next work) and "other" (issued, not waiting:
-        the GPU's own start-up time)."""
+        the GPU's own start-up time; or work whose launch call CUPTI did not record)."""
         self._require()
         calls = self._calls()
         waits: dict = {}
@@ -396,7 +426,9 @@ class Profile:
             busy_until, prev_issue = window, -1  # before its first work: since the start
             for r in work:
                 call = calls.get(r.correlation_id)
-                issued = min(call.end_ns, r.start_ns) if call is not None else r.start_ns
+                # no driver record (the call came before the profile): when it was issued
+                # is unknown, and the gap is counted as "other", never as the host's
+                issued = min(call.end_ns, r.start_ns) if call is not None else busy_until
                 gap_start, gap_end = busy_until, r.start_ns
                 if gap_end > gap_start:
                     host = max(0, min(issued, gap_end) - gap_start)

@@ -32,8 +32,10 @@ event completes, so GPU times (``origin.elapsed_time(ev)``) and host times
 >>> float(out[0])
 2.0
 
-The events are plain numba events: ``tl.span`` only records them for you. To show
-the event calls themselves, record your own and hand them over with :meth:`Timeline.add`.
+``tl.span`` records the two events for you: on a GPU, bare driver events from a pool
+(cheap for the host), or numba's own events while ``record_ops``, ``race_check`` or the
+model is listening, so that they see them. To show the event calls themselves, record
+your own numba events and hand them over with :meth:`Timeline.add`.
 """
 
 from __future__ import annotations
@@ -157,6 +159,7 @@ class _SpanBlock:
 
     def __init__(self, tl, name, stream, kind):
         self.tl, self.name, self.stream, self.kind = tl, name, stream, kind
+        self.start = self.end = None  # set on entering: one block is entered once
 
     def __enter__(self):
         tl, name, stream = self.tl, self.name, self.stream
@@ -164,9 +167,13 @@ class _SpanBlock:
         self.key = key = stream_key(handle)
         row = tl._rows.get(key)
         self.row = row.label if row is not None else tl._stream_row(stream)
-        if tl._open.setdefault(key, self) is not self:  # one dict step: no lock needed
+        if self.start is not None:
+            raise RuntimeError(f"span {name!r}: this tl.span(...) was entered already; write "
+                               f"`with tl.span(...)` anew for each span")
+        held = tl._open.setdefault(key, self)  # one dict step: no lock needed
+        if held is not self:
             raise ValueError(
-                f"span {name!r} opens inside span {tl._open[key].name!r} on the same "
+                f"span {name!r} opens inside span {held.name!r} on the same "
                 f"stream ({self.row}): spans on one stream cannot nest, or the work would "
                 f"count twice. Close the first span before opening the next")
         try:
