@@ -4,7 +4,7 @@
 # answers included), the overhead benchmark; then docs/gpu-results.md written from what
 # was measured.
 #   bash scripts/gpu-check.sh        (results go to $OUT, default ./gpu-out)
-# $OUT gets: gpu-results.md, pytest.txt, bench.txt, model.txt, model.json, doctor.txt, notebooks.txt,
+# $OUT gets: gpu-results.md, pytest.txt, bench.txt, bench.json, model.txt, model.json, doctor.txt, notebooks.txt,
 # notebooks.json and notebooks.tar (the executed notebooks and solutions, to commit),
 # junit.xml and tests.json (what the tests part ran and measured).
 # In parts, for machines that limit one command's time:
@@ -53,6 +53,8 @@ if [ "$PART" != notebooks ]; then
   cp "$WORK/junit.xml" "$OUT/junit.xml"
   [ -f "$WORK/tests.json" ] && cp "$WORK/tests.json" "$OUT/tests.json"
   python3 benchmarks/span_overhead.py --json "$WORK/bench.json" > "$OUT/bench.txt" 2>&1 || status=1
+  # kept, so that the page can be rebuilt off the GPU machine with scripts/gpu_results.py
+  [ -f "$WORK/bench.json" ] && cp "$WORK/bench.json" "$OUT/bench.json"
   # the model GPU's predictions against this GPU (a table in the page)
   python3 scripts/model_vs_gpu.py --json "$OUT/model.json" > "$OUT/model.txt" 2>&1 || status=1
   cat "$OUT/model.txt"
