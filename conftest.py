@@ -100,9 +100,9 @@ def sim_output_problems(outputs) -> list[str]:
         if out.get("output_type") == "stream" and out.get("name") == "stderr" \
                 and re.search(r"warning", text, re.I):
             problems.append(f"a warning: {text.strip()[:300]}")
-        for m in _ZERO.finditer(text):
-            line = text[text.rfind("\n", 0, m.start()) + 1:text.find("\n", m.end()) % (len(text) + 1)]
-            problems.append(f"a zero size or rate, {m.group(0)!r}, in: {line.strip()[:200]}")
+        for line in text.splitlines():
+            for m in _ZERO.finditer(line):
+                problems.append(f"a zero size or rate, {m.group(0)!r}, in: {line.strip()[:200]}")
     return problems
 
 

@@ -90,10 +90,8 @@ def test_eight_streams_overlap_and_legacy_dummies_serialise_them(gpu_sized):
 def test_eight_host_threads_overlap_their_kernels():
     tl = streamlab.Timeline()
     streams = [cuda.stream() for _ in range(8)]
-    ready = threading.Barrier(8)  # issue together: a loaded machine starts threads late
 
     def work(i):
-        ready.wait()
         with tl.span(f"kernel {i}", streams[i]):
             streamlab.spin[1, 1, streams[i]](streamlab.ms_to_ns(5))
 
@@ -103,8 +101,9 @@ def test_eight_host_threads_overlap_their_kernels():
     for t in threads:
         t.join()
     cuda.synchronize()
-    # one after another would be 1; each thread's issue takes the simulator real time (a
-    # few tenths of a ms, more on a loaded machine), which staggers the 5 ms kernels
+    # One after another would be 1. The threads take turns at the GIL, and each one's
+    # issue time counts, as on a GPU: notebook 01's committed H200 run gives 8 threads
+    # 13.1 ms against 7.3 ms for one kernel, a concurrency of about 4.5.
     assert tl.trace().metrics().concurrency >= 4
 
 
