@@ -36,6 +36,7 @@ from .claimcheck import ClaimFailed, claims  # noqa: E402
 from ._device import describe, device_name, on_simulator, pick  # noqa: E402
 from ._mode import DeviceModeError  # noqa: E402
 from .chrome import to_chrome_trace  # noqa: E402
+from .graphs import GraphError, GraphShape, core_stream, graph_builder, graph_shape, join  # noqa: E402
 from .hostfn import HostCall, HostFuncError, launch_host_func, stream_done  # noqa: E402
 from .ops import Op, OpLog, Region, StreamRef, host_access, is_pinned, record_ops  # noqa: E402
 from .order import Race, RaceError, find_races, race_check  # noqa: E402
@@ -52,13 +53,14 @@ from .trace import Metrics, Row, Span, Trace  # noqa: E402
 __version__ = "0.1.0"
 
 __all__ = [
-    "COLOURS", "DeviceModeError", "HostCall", "HostFuncError", "KINDS", "Metrics", "Op",
+    "COLOURS", "DeviceModeError", "GraphError", "GraphShape", "HostCall", "HostFuncError", "KINDS", "Metrics", "Op",
     "OpLog", "Profile", "ProfileError", "Race", "RaceError", "Region", "Row", "Span", "StreamInfo", "StreamRef", "Timeline", "TimelineError",
     "TimelineNotReady", "Trace", "check", "find_races", "host_access", "is_pinned",
     "race_check", "record_ops", "uninstall", "CheckFailed", "ClaimFailed", "claims",
     "describe", "device_name", "globaltimer", "launch_host_func", "ms_to_ns", "on_simulator",
     "pick", "plot", "priority_range", "profile", "spin", "stream", "stream_done", "stream_info",
     "to_chrome_trace", "compare", "kernel_cost", "model", "now", "predict", "size",
+    "core_stream", "graph_builder", "graph_shape", "join",
 ]
 
 from .labs import install_ipython_display as _install_ipython_display  # noqa: E402

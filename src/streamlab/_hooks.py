@@ -30,6 +30,7 @@ import threading
 
 import numpy as np
 
+from . import graphs as _graphs
 from . import ops
 from ._device import on_simulator
 from ._kernelinfo import ATOMIC, WRITE, access_modes, parameter_names
@@ -482,7 +483,7 @@ def _sim_host_region(ary):
     return region_of(ary, f"the host array ({describe_array(ary)})")
 
 
-def _sim_copies() -> None:
+def _sim_copies() -> None:  # noqa: C901  (three copies, each with its capture)
     """to_device (by every name), copy_to_host and copy_to_device: recorded, and after
     the host functions queued in their stream (see hostfn._SimDriver)."""
     from numba.cuda.simulator.cudadrv import devicearray as sim_da
@@ -493,6 +494,17 @@ def _sim_copies() -> None:
     fake = sim_da.FakeCUDAArray
     def to_device_wrap(orig):
         def to_device(ary, stream=0, copy=True, to=None):
+            lane = None if _in_kernel() else _graphs.sim_lane(stream)
+            if lane is not None:  # the copy is captured; the allocation happens now
+                if to is not None:
+                    lane.copy("h2d", to, ary)
+                    return None
+                _graphs.sim_refuse_allocation("cuda.to_device (it allocates)")
+                out = orig(ary, stream=0, copy=False)
+                out.stream = stream
+                if copy:
+                    lane.copy("h2d", out, ary)
+                return out
             if not _in_kernel():
                 sim_flush(stream)  # host functions queued in the stream run first
             out = orig(ary, stream=stream, copy=copy, to=to)
@@ -509,6 +521,12 @@ def _sim_copies() -> None:
 
     def copy_to_host(orig):
         def copy_to_host(self, ary=None, stream=0):
+            lane = None if _in_kernel() else _graphs.sim_lane(stream or self.stream)
+            if lane is not None:  # captured into a graph: it runs at each replay
+                if ary is None:
+                    ary = np.empty(self.shape, self.dtype)  # pageable: refused, as on a GPU
+                lane.copy("d2h", ary, self)
+                return ary
             if not _in_kernel():
                 sim_flush(stream or self.stream)
             out = orig(self, ary, stream)
@@ -522,6 +540,10 @@ def _sim_copies() -> None:
 
     def copy_to_device(orig):
         def copy_to_device(self, ary, stream=0):
+            lane = None if _in_kernel() else _graphs.sim_lane(stream or self.stream)
+            if lane is not None:  # captured into a graph: it runs at each replay
+                lane.copy("d2d" if isinstance(ary, fake) else "h2d", self, ary)
+                return None
             if not _in_kernel():
                 sim_flush(stream or self.stream)
             out = orig(self, ary, stream)
@@ -589,6 +611,9 @@ def _sim_launches() -> None:
         def __call__(self, *args):
             if self._device:
                 return orig(self, *args)
+            lane = _graphs.sim_lane(getattr(self, "_streamlab_stream", 0))
+            if lane is not None:  # captured into a graph: it runs at each replay
+                return lane.kernel(self, args)
             sim_flush(getattr(self, "_streamlab_stream", 0))
             # mapped host memory: the kernel writes the host array itself, as on a GPU
             args = tuple(fake(a) if isinstance(a, SimMappedArray) else a for a in args)

@@ -38,6 +38,7 @@ import time
 
 import numpy as np
 
+from . import graphs
 from ._pinned import SimMappedArray, SimPinnedArray, _pinned_ids, is_pinned  # noqa: F401
 from .ops import emit, timed
 
@@ -122,6 +123,7 @@ def _stream_and_event_classes():
 
         @timed
         def synchronize(self):
+            graphs.sim_refuse_sync("stream.synchronize()")
             sim_flush(self)
             emit("sync", "stream", self)
 
@@ -140,6 +142,8 @@ def _stream_and_event_classes():
 
         @timed
         def record(self, stream=0):
+            if graphs.sim_event_record(self, stream):
+                return  # a point in a graph being captured (see streamlab.graphs)
             sim_flush(stream)  # queued host functions come before the event
             self._t_ns = time.perf_counter_ns()
             op = emit("record", "event", stream, event=self)
@@ -147,16 +151,20 @@ def _stream_and_event_classes():
 
         @timed
         def wait(self, stream=0):
+            if graphs.sim_event_wait(self, stream):
+                return  # the stream joins a graph's capture (see streamlab.graphs)
             sim_flush(stream)
             emit("wait", "event", stream, event=self)
 
         @timed
         def synchronize(self):
+            graphs.sim_refuse_sync("event.synchronize()")
             sim_flush()
             emit("sync", "event", event=self)
 
         @timed
         def query(self):
+            graphs.sim_refuse_sync("event.query()")
             sim_flush()
             model = simulator_model()
             done = True if model is None or self._uid is None else model.done(self._uid)
@@ -236,6 +244,7 @@ def _stream_and_event_calls(SimStream, SimEvent) -> dict:  # noqa: N803  (classe
 
     @timed
     def synchronize():
+        graphs.sim_refuse_sync("cuda.synchronize()")
         sim_flush()
         emit("sync", "device", detail={"device": 0})
 
@@ -254,7 +263,8 @@ def _stream_and_event_calls(SimStream, SimEvent) -> dict:  # noqa: N803  (classe
 
 
 def _memory_calls() -> dict:
-    """cuda.pinned (any number of arrays), pinned_array(_like) and mapped_array."""
+    """cuda.pinned (any number of arrays), pinned_array(_like) and mapped_array; and
+    device_array(_like), refused inside a strict graph capture (see streamlab.graphs)."""
 
     @contextlib.contextmanager
     def pinned(*arylist):
@@ -280,7 +290,19 @@ def _memory_calls() -> dict:
         return np.ndarray(shape=shape, dtype=dtype, strides=strides,
                           order=order).view(SimMappedArray)
 
+    from numba.cuda.simulator.cudadrv import devicearray as sim_da
+
+    def device_array(*args, **kwargs):
+        graphs.sim_refuse_allocation("cuda.device_array")
+        return sim_da.device_array(*args, **kwargs)
+
+    def device_array_like(ary, stream=0):
+        graphs.sim_refuse_allocation("cuda.device_array_like")
+        return sim_da.device_array_like(ary, stream=stream)
+
     return {
+        "device_array": device_array,
+        "device_array_like": device_array_like,
         "pinned": pinned,
         "pinned_array": pinned_array,
         "pinned_array_like": pinned_array_like,

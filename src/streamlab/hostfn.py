@@ -235,6 +235,9 @@ def _takes_name(fn) -> bool:
     return "name" in params or any(p.kind == p.VAR_KEYWORD for p in params.values())
 
 
+_capture_lane: list = []  # [stream -> its graph capture lane or None], set by streamlab.graphs
+
+
 @timed
 def launch_host_func(stream, fn, *args, name: str | None = None, **kwargs) -> HostCall:
     """Have ``stream`` call ``fn(*args, **kwargs)`` on the host, in stream order.
@@ -256,6 +259,11 @@ def launch_host_func(stream, fn, *args, name: str | None = None, **kwargs) -> Ho
         raise TypeError(f"name must be a str (the host function's label), got {name!r}")
     handle = handle_of(stream)
     call = HostCall(name or getattr(fn, "__name__", "host function"))
+    if on_simulator() and _capture_lane:
+        lane = _capture_lane[0](stream)
+        if lane is not None:  # a host node of a graph being captured: runs at each replay
+            lane.host(fn, args, kwargs, name=name)
+            return call
     op = emit("hostfn", call.name, stream)  # a recorder, if one is on, sees it too
     call.op_uid = op.uid if op is not None else None
     if on_simulator():

@@ -60,7 +60,8 @@ _listeners: list = []  # callables (op) -> None, fed every op under the lock (ra
 _after: list = []  # callables () -> None, run after each emit outside the lock (may raise)
 _models: list = []  # model GPUs (streamlab.model), fed every op and every call's end
 
-KINDS = ("launch", "copy", "memset", "record", "wait", "sync", "query", "hostfn", "host")
+KINDS = ("launch", "copy", "memset", "record", "wait", "sync", "query", "hostfn", "host",
+         "graph")
 
 
 @dataclass(frozen=True)
@@ -206,6 +207,7 @@ class Op:
             "sync": {"device": "cuda.synchronize()", "stream": "stream.synchronize()",
                      "event": "event.synchronize()"}.get(self.name, self.name),
             "query": "event.query()",
+            "graph": "graph.launch",
         }[self.kind]
         if self.stream is not None and self.kind not in ("sync", "host"):
             what += f" in {self.stream.describe(names)}"
@@ -249,6 +251,11 @@ class OpLog(list):
     def queries(self) -> list[Op]:
         """The learner's event.query() calls (``detail["result"]``: what they found)."""
         return [op for op in self.user() if op.kind == "query"]
+
+    def graph_launches(self) -> list[Op]:
+        """The learner's graph launches (``graph.launch(stream)``; the work a graph's
+        replay issues is the graph's, marked ``detail["graph_node"]``, and internal)."""
+        return [op for op in self.user() if op.kind == "graph"]
 
     def host_functions(self) -> list[Op]:
         """The host functions the learner put into streams."""
@@ -569,6 +576,8 @@ def emit(kind: str, name: str, stream=None, *, event=None, pinned=None, blocking
         ref = _ref(stream)
     if kind == "host" and getattr(_tls, "hostfn", None) is not None:
         detail = dict(detail or {}, in_host_function=_tls.hostfn)
+    if getattr(_tls, "graph", None) is not None:  # a node of a graph being replayed
+        detail = dict(detail or {}, graph_node=_tls.graph)
     op = Op(0, kind, name, ref, event=event, pinned=pinned,
             thread=threading.current_thread().name, blocking=blocking,
             internal=_is_internal(), reads=tuple(r for r in reads if r is not None),

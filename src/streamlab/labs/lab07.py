@@ -1,0 +1,289 @@
+"""Lab 07 · A streamed pipeline captured as one CUDA graph: its kernel, slots and checks.
+
+``from streamlab.labs.lab07 import *`` in the lab's setup cell; each graded cell calls
+one check. See :mod:`streamlab.labs` for what every check shares.
+
+The checks read the graph itself (:func:`streamlab.graph_shape`: cuda.core's graph on a
+GPU, the stand-in's record on the simulator), never the learner's code: k branches of
+copy in, kernel, copy out, side by side, joined at the end. A synchronize or a pageable
+copy inside the capture fails as on a GPU, with the GPU's error, explained.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from numba import cuda
+
+import streamlab
+
+from .. import check
+from ..graphs import graph_builder, graph_shape
+from ..ops import record_ops
+from ..spin import globaltimer
+from ..watched import watch
+from . import no_races, part
+
+__all__ = ["warm_up", "CHUNK", "THREADS", "BLOCKS", "K", "transform", "Slot", "make_slots",
+           "fresh_batches", "check_part1", "check_part2", "check_part3"]
+
+THREADS = 256
+CHUNK = streamlab.pick(gpu=1 << 20, sim=2 * THREADS + 5)  # floats per chunk
+BLOCKS = (CHUNK + THREADS - 1) // THREADS
+K = 4  # slots, and branches of the graph
+KERNEL_NS = streamlab.ms_to_ns(streamlab.pick(gpu=0.05, sim=0))  # a short kernel: launches matter
+
+
+@cuda.jit
+def transform(out, inp):
+    """out = 2 inp + 1; on a GPU one thread also waits 50 us on the GPU's clock, a short
+    kernel of the kind whose launches cost the host more than the GPU's work."""
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = 2 * inp[i] + 1
+    if i == 0 and KERNEL_NS > 0:
+        start = globaltimer()
+        while globaltimer() - start < KERNEL_NS:
+            pass
+
+
+class Slot:
+    """A pinned input and output buffer and their device buffers: one branch's memory.
+    A graph copies the same buffers at every replay, so they are made once."""
+
+    def __init__(self, number: int = 0):
+        self.h_in = watch(cuda.pinned_array(CHUNK, np.float32), f"slot {number}'s h_in")
+        self.h_out = watch(cuda.pinned_array(CHUNK, np.float32), f"slot {number}'s h_out")
+        self.d_in = cuda.device_array(CHUNK, np.float32)
+        self.d_out = cuda.device_array(CHUNK, np.float32)
+
+
+def make_slots(k=K):
+    """k slots (pinned memory takes milliseconds to allocate: make them once)."""
+    return [Slot(i) for i in range(k)]
+
+
+def fresh_batches(count, k=K, seed=None):
+    """``count`` batches of k pageable chunks each, and the expected results."""
+    rng = np.random.default_rng(seed)
+    batches = [[rng.random(CHUNK, dtype=np.float32) for _ in range(k)] for _ in range(count)]
+    return batches, [[2 * c + 1 for c in batch] for batch in batches]
+
+
+def warm_up() -> None:
+    """Compile the kernel once, on zeros, and quiet numba's small-grid warning."""
+    import warnings
+
+    from numba.cuda.core.errors import NumbaPerformanceWarning
+
+    warnings.simplefilter("ignore", NumbaPerformanceWarning)
+    transform[BLOCKS, THREADS](cuda.to_device(np.zeros(CHUNK, np.float32)),
+                               cuda.to_device(np.zeros(CHUNK, np.float32)))
+    cuda.synchronize()
+
+
+# --- what the graph must be -------------------------------------------------------------
+def _close(builder) -> None:
+    """End a capture the learner's code broke off (its error is the one to explain)."""
+    if builder.is_building:
+        try:
+            builder.end_building()
+        except Exception:  # noqa: BLE001, S110  (it fails as invalidated: expected)
+            pass
+
+
+def _explain_capture_error(exc, label: str):
+    text = str(exc)
+    for code, advice in (
+            ("CAPTURE_UNJOINED", "a branch was never joined back: join every branch before "
+                                 "the capture ends"),
+            ("CAPTURE_UNSUPPORTED", "a call the capture cannot hold (a synchronize, or a "
+                                    "copy of pageable memory): inside a capture, only issue "
+                                    "work, with the slots' pinned buffers"),
+            ("CAPTURE_INVALIDATED", "an earlier call in the capture was refused, which "
+                                    "invalidated it")):
+        if code in text:
+            check.fail(f"{label}: {advice}. CUDA said: {text}")
+    raise exc
+
+
+def pipeline_shape_ok(shape, k: int, label: str) -> None:
+    """k kernels, each after its own copy in and before its own copy out, all k branches
+    side by side; nothing else."""
+    kernels = shape.of("kernel")
+    ins, outs = shape.of("copy h2d"), shape.of("copy d2h")
+    others = [n for n in shape.nodes if n.kind not in ("kernel", "copy h2d", "copy d2h",
+                                                       "empty")]
+    if not kernels and not ins:
+        check.fail(f"{label} captured no work at all. Was it issued to a stream that was "
+                   f"being captured? Work issued elsewhere runs at once and is not in the "
+                   f"graph")
+    if len(kernels) != k or len(ins) != k or len(outs) != k or others:
+        check.fail(f"{label} captured {len(ins)} copies in, {len(kernels)} kernels and "
+                   f"{len(outs)} copies out" +
+                   (f" and {', '.join(n.describe() for n in others)}" if others else "") +
+                   f"; expected {k} of each, one per slot, and nothing else. The graph:\n"
+                   f"{shape.describe()}\nWork issued to a stream that is not being "
+                   f"captured runs at once, and is not in the graph.")
+    if any(n.name and n.name != "transform" for n in kernels):
+        check.fail(f"{label}: the kernels must be transform, got "
+                   f"{sorted({n.name for n in kernels})}")
+    for kern in kernels:
+        if not any(shape.reaches(c.index, kern.index) for c in ins):
+            check.fail(f"{label}: a kernel (node {kern.index}) follows no copy in: it may "
+                       f"read its input before it arrives. Copy in, then launch, in the same "
+                       f"branch. The graph:\n{shape.describe()}")
+        if not any(shape.reaches(kern.index, c.index) for c in outs):
+            check.fail(f"{label}: no copy out follows the kernel at node {kern.index}: the "
+                       f"copy may read d_out before it is written. The graph:\n"
+                       f"{shape.describe()}")
+    serial = [(a, b) for i, a in enumerate(kernels) for b in kernels[i + 1:]
+              if not shape.concurrent(a.index, b.index)]
+    if serial:
+        a, b = serial[0]
+        check.fail(f"{label}: the kernels at nodes {a.index} and {b.index} run one after "
+                   f"the other: {len(serial)} pair(s) of branches are chained. Each slot's "
+                   f"work needs a branch of its own, side by side. The graph:\n"
+                   f"{shape.describe()}")
+
+
+def _results_after_one_launch(graph, slots, stream, seed):
+    (batch,), (expected,) = fresh_batches(1, len(slots), seed)
+    for slot, chunk in zip(slots, batch):
+        np.copyto(slot.h_in, chunk)  # after the capture: a graph reads them when it runs
+    graph.launch(streamlab.core_stream(stream))
+    stream.synchronize()
+    for i, (slot, exp) in enumerate(zip(slots, expected)):
+        check.equal(slot.h_out, exp, f"slot {i}'s h_out after one graph launch")
+
+
+def check_part1(capture_pipeline, *, k=K, seed=None):
+    """The pipeline captured with a GraphBuilder: split into k branches, joined."""
+    with part(1, capture_pipeline):
+        slots = make_slots(k)
+        builder = graph_builder().begin_building()
+        try:
+            capture_pipeline(builder, slots)
+            builder.end_building()
+        except streamlab.CheckFailed:
+            raise
+        except Exception as exc:  # noqa: BLE001  (a refused capture, explained)
+            _close(builder)
+            _explain_capture_error(exc, "capture_pipeline")
+        pipeline_shape_ok(graph_shape(builder), k, "capture_pipeline")
+        _results_after_one_launch(builder.complete(), slots, cuda.stream(), seed)
+
+
+def check_part2(capture_with_events, *, k=K, seed=None):
+    """The same graph captured from numba streams forked and joined by events."""
+    with part(2, capture_with_events):
+        slots = make_slots(k)
+        origin = cuda.stream()
+        streams = [cuda.stream() for _ in range(k)]
+        builder = graph_builder(origin).begin_building()
+        try:
+            capture_with_events(origin, streams, slots)
+            builder.end_building()
+        except streamlab.CheckFailed:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            _close(builder)
+            _explain_capture_error(exc, "capture_with_events")
+        pipeline_shape_ok(graph_shape(builder), k, "capture_with_events")
+        _results_after_one_launch(builder.complete(), slots, origin, seed)
+
+
+class CountingGraph:
+    """The graph the learner replays, counting its launches (and nothing else)."""
+
+    def __init__(self, graph):
+        self._graph = graph
+        self.launches = 0
+
+    def launch(self, stream) -> None:
+        """Launch the graph into ``stream`` (a numba stream will do), counted."""
+        self.launches += 1
+        self._graph.launch(streamlab.core_stream(stream))
+
+    def upload(self, stream) -> None:
+        """Upload the graph in ``stream`` (optional: it makes the first launch cheaper)."""
+        self._graph.upload(streamlab.core_stream(stream))
+
+    def __repr__(self):
+        return f"<the captured pipeline, launched {self.launches} time(s)>"
+
+
+def _solution_graph(slots):
+    builder = graph_builder().begin_building()
+    parts = builder.split(len(slots))
+    for p, slot in zip(parts, slots):
+        slot.d_in.copy_to_device(slot.h_in, stream=p.stream)
+        transform[BLOCKS, THREADS, p](slot.d_out, slot.d_in)
+        slot.d_out.copy_to_host(slot.h_out, stream=p.stream)
+    streamlab.join(*parts).end_building()
+    return builder.complete()
+
+
+def _streamed(batches, slots, streams):
+    out = []
+    for batch in batches:
+        for slot, s, chunk in zip(slots, streams, batch):
+            np.copyto(slot.h_in, chunk)
+            slot.d_in.copy_to_device(slot.h_in, stream=s)
+            transform[BLOCKS, THREADS, s](slot.d_out, slot.d_in)
+            slot.d_out.copy_to_host(slot.h_out, stream=s)
+        for s in streams:
+            s.synchronize()
+        out.append([slot.h_out.copy() for slot in slots])
+    return out
+
+
+def check_part3(run_batches, *, count=5, k=K, seed=None):
+    """Every batch by one replay of the captured graph: no launches of its own."""
+    with part(3, run_batches):
+        slots = make_slots(k)
+        graph = CountingGraph(_solution_graph(slots))
+        stream = cuda.stream()
+        batches, expected = fresh_batches(count, k, seed)
+        with record_ops() as ops:
+            results = run_batches(graph, stream, slots, batches)
+        if ops.launches() or ops.copies():
+            what = (ops.launches() + ops.copies())[0].describe()
+            check.fail(f"run_batches issued {len(ops.launches())} kernel launch(es) and "
+                       f"{len(ops.copies())} copies of its own (the first: {what}): the "
+                       f"graph already holds every copy and kernel. Fill the slots' h_in, "
+                       f"launch the graph, wait, read h_out")
+        if graph.launches != count:
+            check.fail(f"the graph was launched {graph.launches} time(s) for {count} "
+                       f"batches: launch it once per batch (a new capture per batch pays "
+                       f"the host's cost again, and is not this graph)")
+        no_races(ops)  # h_out read, or h_in refilled, before the replay had finished
+        if not isinstance(results, list) or len(results) != count:
+            check.fail(f"run_batches returned {type(results).__name__} of length "
+                       f"{len(results) if hasattr(results, '__len__') else '?'}; expected "
+                       f"a list of {count} lists (one per batch) of {k} arrays")
+        for b, (got, exp) in enumerate(zip(results, expected)):
+            if len(got) != k:
+                check.fail(f"batch {b}: {len(got)} results for {k} chunks")
+            for i in range(k):
+                check.equal(got[i], exp[i], f"batch {b}, chunk {i}")
+        if streamlab.on_simulator():
+            print("timing not checked on the simulator (its model charges a graph launch; "
+                  "the GPU measures it)")
+            return
+        streams = [cuda.stream() for _ in range(k)]
+        best = {"graph": [], "streams": []}
+        for _ in range(3):
+            for name, run in (("graph", lambda: run_batches(graph, stream, slots, batches)),
+                              ("streams", lambda: _streamed(batches, slots, streams))):
+                t0 = time.perf_counter()
+                run()
+                best[name].append((time.perf_counter() - t0) * 1000 / count)
+        graphed, streamed = min(best["graph"]), min(best["streams"])
+        if graphed > streamed:
+            check.fail(f"a batch by graph took {graphed:.3f} ms against {streamed:.3f} ms "
+                       f"streamed: the replay should cost the host one call. Is something "
+                       f"besides the launch and one wait in the loop?")
+        print(f"{count} batches of {k} chunks: graph {graphed:.3f} ms a batch, streams "
+              f"{streamed:.3f} ms ({graphed / streamed:.0%})")

@@ -1,0 +1,356 @@
+"""CUDA graphs (streamlab.graphs): capture, shape, replay, update, and what a capture
+refuses; the simulator's stand-in held to what a GPU does.
+
+Each ``case_*`` below is plain numba code through streamlab's calls, the same on both
+paths. CI runs them on the simulator; ``test_the_cases_on_a_gpu`` (marker ``gpu``) runs
+the very same functions on a GPU, so that the stand-in cannot drift from cuda.core.
+"""
+
+import numpy as np
+import pytest
+from numba import cuda
+
+import streamlab
+from streamlab.graphs import GraphError, demangle
+
+N = 256
+
+
+@cuda.jit
+def double(x):
+    i = cuda.grid(1)
+    if i < x.size:
+        x[i] *= 2
+
+
+def pinned(value, n=N):
+    h = cuda.pinned_array(n, np.float32)
+    h[:] = value
+    return h
+
+
+def error_code(e) -> str:
+    """The CUDA error's name, from a numba or cuda.core error alike."""
+    import re
+
+    found = re.search(r"CUDA_ERROR_[A-Z_]+", str(e))
+    return found.group(0) if found else type(e).__name__
+
+
+def capture_one_chain(h, d):
+    b = streamlab.graph_builder().begin_building()
+    d.copy_to_device(h, stream=b.stream)
+    double[N // 64, 64, b](d)
+    d.copy_to_host(h, stream=b.stream)
+    b.end_building()
+    return b
+
+
+# --- the cases: the same code on both paths -----------------------------------------
+def case_capture_runs_nothing_and_each_launch_replays():
+    h, d = pinned(1), cuda.device_array(N, np.float32)
+    b = capture_one_chain(h, d)
+    assert (h == 1).all(), "capturing must not run the work"
+    g = b.complete()
+    s = cuda.stream()
+    g.upload(streamlab.core_stream(s))
+    g.launch(streamlab.core_stream(s))
+    s.synchronize()
+    assert (h == 2).all()
+    h[:] = 5  # a graph's copy reads the host buffer when it runs, not when captured
+    g.launch(streamlab.core_stream(s))
+    s.synchronize()
+    assert (h == 10).all()
+
+
+def case_shape_of_one_chain():
+    b = capture_one_chain(pinned(1), cuda.device_array(N, np.float32))
+    shape = streamlab.graph_shape(b)
+    assert [n.kind for n in shape.nodes] == ["copy h2d", "kernel", "copy d2h"]
+    assert shape.of("kernel")[0].name == "double"
+    assert shape.edges == {(0, 1), (1, 2)}
+    assert shape.reaches(0, 2) and not shape.concurrent(0, 2)
+
+
+def case_split_and_join_make_parallel_chains():
+    hs = [pinned(k + 1) for k in range(4)]
+    ds = [cuda.device_array(N, np.float32) for _ in range(4)]
+    b = streamlab.graph_builder().begin_building()
+    parts = b.split(4)
+    assert parts[0] is b
+    for p, h, d in zip(parts, hs, ds):
+        d.copy_to_device(h, stream=p.stream)
+        double[N // 64, 64, p](d)
+        d.copy_to_host(h, stream=p.stream)
+    streamlab.join(*parts).end_building()
+    shape = streamlab.graph_shape(b)
+    kernels = shape.of("kernel")
+    assert len(kernels) == 4 and len(shape.of("copy h2d")) == 4
+    assert all(shape.concurrent(a.index, c.index) for a in kernels for c in kernels if a != c)
+    for k in kernels:
+        assert any(shape.reaches(c.index, k.index) for c in shape.of("copy h2d"))
+        assert any(shape.reaches(k.index, c.index) for c in shape.of("copy d2h"))
+    g = b.complete()
+    s = cuda.stream()
+    g.launch(streamlab.core_stream(s))
+    s.synchronize()
+    assert [float(h[0]) for h in hs] == [2.0, 4.0, 6.0, 8.0]
+
+
+def case_events_fork_and_join_numba_streams():
+    origin, other = cuda.stream(), cuda.stream()
+    h1, h2 = pinned(1), pinned(3)
+    d1, d2 = cuda.device_array(N, np.float32), cuda.device_array(N, np.float32)
+    b = streamlab.graph_builder(origin).begin_building()
+    fork, joined = cuda.event(), cuda.event()
+    fork.record(origin)
+    fork.wait(other)  # other joins the capture here
+    d1.copy_to_device(h1, stream=origin)
+    double[N // 64, 64, origin](d1)
+    d2.copy_to_device(h2, stream=other)
+    double[N // 64, 64, other](d2)
+    joined.record(other)
+    joined.wait(origin)  # ...and is joined back here
+    d1.copy_to_host(h1, stream=origin)
+    d2.copy_to_host(h2, stream=origin)
+    b.end_building()
+    shape = streamlab.graph_shape(b)
+    k1, k2 = shape.of("kernel")
+    assert shape.concurrent(k1.index, k2.index)
+    for out in shape.of("copy d2h"):
+        assert shape.reaches(k1.index, out.index) and shape.reaches(k2.index, out.index)
+    g = b.complete()
+    g.launch(streamlab.core_stream(origin))
+    origin.synchronize()
+    assert h1[0] == 2 and h2[0] == 6
+
+
+def case_a_branch_never_joined_is_refused():
+    origin, other = cuda.stream(), cuda.stream()
+    d = cuda.device_array(N, np.float32)
+    b = streamlab.graph_builder(origin).begin_building()
+    fork = cuda.event()
+    fork.record(origin)
+    fork.wait(other)
+    double[N // 64, 64, other](d)
+    with pytest.raises(Exception) as e:
+        b.end_building()
+    assert error_code(e.value) == "CUDA_ERROR_STREAM_CAPTURE_UNJOINED"
+
+
+@pytest.fixture(params=["cuda.synchronize", "stream.synchronize", "event.synchronize",
+                        "pageable copy"])
+def refused(request):
+    return request.param
+
+
+def capture_refuses(what) -> tuple[str, str]:
+    """What the call in a capture raised, and what end_building then said."""
+    s = cuda.stream()
+    d = cuda.device_array(N, np.float32)
+    pageable = np.ones(N, np.float32)
+    b = streamlab.graph_builder(s).begin_building()
+    double[N // 64, 64, s](d)
+    calls = {
+        "cuda.synchronize": lambda: cuda.synchronize(),
+        "stream.synchronize": lambda: s.synchronize(),
+        "event.synchronize": lambda: (ev := cuda.event(), ev.record(s), ev.synchronize()),
+        "pageable copy": lambda: d.copy_to_device(pageable, stream=s),
+    }
+    with pytest.raises(Exception) as raised:
+        calls[what]()
+    with pytest.raises(Exception) as ended:
+        b.end_building()
+    return error_code(raised.value), error_code(ended.value)
+
+
+def case_capture_refuses(what):
+    assert capture_refuses(what) == ("CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED",
+                                     "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED")
+
+
+def case_allocation_is_refused_in_global_mode_only():
+    s = cuda.stream()
+    b = streamlab.graph_builder(s).begin_building("global")
+    with pytest.raises(Exception) as e:
+        cuda.device_array(N, np.float32)
+    assert error_code(e.value) == "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED"
+    with pytest.raises(Exception):
+        b.end_building()
+    s = cuda.stream()
+    b = streamlab.graph_builder(s).begin_building()  # relaxed, cuda.core's default
+    d = cuda.device_array(N, np.float32)
+    double[N // 64, 64, s](d)
+    b.end_building()
+    assert [n.kind for n in streamlab.graph_shape(b).nodes] == ["kernel"]
+
+
+def case_update_keeps_the_topology_and_changes_the_arrays():
+    h1, h2 = pinned(1), pinned(7)
+    d1, d2 = cuda.device_array(N, np.float32), cuda.device_array(N, np.float32)
+    g = capture_one_chain(h1, d1).complete()
+    g.update(capture_one_chain(h2, d2))
+    s = cuda.stream()
+    g.launch(streamlab.core_stream(s))
+    s.synchronize()
+    assert h2[0] == 14 and h1[0] == 1
+    b = streamlab.graph_builder().begin_building()
+    double[N // 64, 64, b](d1)
+    b.end_building()
+    with pytest.raises(Exception) as e:
+        g.update(b)
+    assert "CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE" in str(e.value) or "update" in str(e.value).lower()
+
+
+def case_host_callbacks_run_at_each_replay():
+    hits = []
+    d = cuda.device_array(N, np.float32)
+    b = streamlab.graph_builder().begin_building()
+    double[N // 64, 64, b](d)
+    b.callback(lambda: hits.append(1))
+    b.end_building()
+    assert hits == []
+    assert [n.kind for n in streamlab.graph_shape(b).nodes] == ["kernel", "host"]
+    g = b.complete()
+    s = cuda.stream()
+    for _ in range(3):
+        g.launch(streamlab.core_stream(s))
+    s.synchronize()
+    assert len(hits) == 3
+
+
+CASES = [case_capture_runs_nothing_and_each_launch_replays, case_shape_of_one_chain,
+         case_split_and_join_make_parallel_chains, case_events_fork_and_join_numba_streams,
+         case_a_branch_never_joined_is_refused, case_allocation_is_refused_in_global_mode_only,
+         case_update_keeps_the_topology_and_changes_the_arrays,
+         case_host_callbacks_run_at_each_replay]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.__name__[5:])
+def test_case_on_the_simulator(case):
+    case()
+
+
+def test_capture_refuses_on_the_simulator(refused):
+    case_capture_refuses(refused)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.__name__[5:])
+def test_the_cases_on_a_gpu(case):
+    assert not streamlab.on_simulator()
+    case()
+
+
+@pytest.mark.gpu
+def test_capture_refuses_on_a_gpu(refused):
+    assert not streamlab.on_simulator()
+    case_capture_refuses(refused)
+
+
+# --- the simulator's stand-in: what only it needs to show --------------------------------
+def test_a_replay_is_one_graph_launch_and_its_work_is_the_graphs():
+    h, d = pinned(1), cuda.device_array(N, np.float32)
+    g = capture_one_chain(h, d).complete()
+    s = cuda.stream()
+    with streamlab.record_ops() as ops:
+        g.launch(s)
+        g.launch(s)
+        s.synchronize()
+    assert len(ops.graph_launches()) == 2
+    assert ops.launches() == [] and ops.copies() == []  # the graph's, not the learner's
+    replayed = [op for op in ops if op.kind == "launch"]
+    assert len(replayed) == 2 and all(op.internal and op.detail.get("graph_node")
+                                      for op in replayed)
+
+
+def test_reading_a_graphs_output_before_waiting_is_a_race():
+    h, d = pinned(1), cuda.device_array(N, np.float32)
+    g = capture_one_chain(h, d).complete()
+    s = cuda.stream()
+    with streamlab.race_check(raises=False, quiet=True) as early:
+        g.launch(s)
+        streamlab.host_access([h])
+    assert early.races, "the host read the graph's output before the stream finished it"
+    s.synchronize()
+    with streamlab.race_check(raises=False, quiet=True) as waited:
+        g.launch(s)
+        s.synchronize()
+        streamlab.host_access([h])
+    assert not waited.races
+
+
+@cuda.jit
+def tiny(x):
+    i = cuda.grid(1)
+    if i < x.size:
+        x[i] += 1
+
+
+def test_the_model_times_a_graph_of_small_kernels_faster_than_their_launches():
+    """The wall the graphs lesson is about: 32 tiny kernels cost the host 32 launches,
+    their graph one."""
+    d = cuda.device_array(32, np.float32)
+    s = cuda.stream()
+    tiny[1, 32, s](d)
+    s.synchronize()
+
+    def timed(body):
+        e0, e1 = cuda.event(), cuda.event()
+        e0.record(s)
+        body()
+        e1.record(s)
+        e1.synchronize()
+        return e0.elapsed_time(e1)
+
+    streamed = timed(lambda: [tiny[1, 32, s](d) for _ in range(32)])
+    b = streamlab.graph_builder().begin_building()
+    for _ in range(32):
+        tiny[1, 32, b](d)
+    b.end_building()
+    g = b.complete()
+    graphed = timed(lambda: g.launch(s))
+    assert graphed < streamed / 4, (graphed, streamed)
+
+
+def test_launch_host_func_inside_a_capture_is_a_host_node():
+    s = cuda.stream()
+    hits = []
+    b = streamlab.graph_builder(s).begin_building()
+    streamlab.launch_host_func(s, lambda: hits.append(1))
+    b.end_building()
+    assert [n.kind for n in streamlab.graph_shape(b).nodes] == ["host"] and hits == []
+    b.complete().launch(s)
+    s.synchronize()
+    assert hits == [1]
+
+
+def test_demangle_reads_numba_kernel_names():
+    assert demangle("_ZN8__main__6doubleB2v1B94cw51cXTLSUwv1sCUt9Uw1VEw0NRRQPKzLTg4gK4EUE") \
+        == "double"
+    assert demangle("plain_name") == "plain_name"
+
+
+def test_bad_input_gets_a_clear_error():
+    with pytest.raises(TypeError, match="numba stream"):
+        streamlab.graph_builder("stream0")
+    b = streamlab.graph_builder()
+    with pytest.raises(GraphError, match="begin_building"):
+        b.split(2)
+    with pytest.raises(GraphError, match="end_building"):
+        b.end_building()
+    with pytest.raises(GraphError, match="nothing was captured"):
+        b.complete()
+    b.begin_building()
+    with pytest.raises(ValueError, match="count >= 2"):
+        b.split(1)
+    with pytest.raises(GraphError, match="two or more"):
+        streamlab.join(b)
+    with pytest.raises(GraphError, match="end_building"):
+        b.complete()
+    b.end_building()
+    g = b.complete()
+    with pytest.raises(TypeError, match="not a graph builder"):
+        g.launch(b)
+    with pytest.raises(TypeError, match="graph builder"):
+        streamlab.graph_shape(g.launch)
