@@ -53,7 +53,8 @@ from .trace import Metrics, Row, Span, Trace  # noqa: E402
 __version__ = "0.1.0"
 
 __all__ = [
-    "COLOURS", "DeviceModeError", "GraphError", "GraphShape", "HostCall", "HostFuncError", "KINDS", "Metrics", "Op",
+    "COLOURS", "DeviceModeError", "GraphError", "GraphShape", "HostCall", "HostFuncError",
+    "KINDS", "Metrics", "Op",
     "OpLog", "Profile", "ProfileError", "Race", "RaceError", "Region", "Row", "Span", "StreamInfo", "StreamRef", "Timeline", "TimelineError",
     "TimelineNotReady", "Trace", "check", "find_races", "host_access", "is_pinned",
     "race_check", "record_ops", "uninstall", "CheckFailed", "ClaimFailed", "claims",

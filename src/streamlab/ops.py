@@ -31,7 +31,7 @@ from earlier) and from whichever thread. Outside a ``record_ops`` block the wrap
 nothing but call numba. ``streamlab.uninstall()`` puts numba back exactly.
 
 What a record holds (:class:`Op`): the kind (launch, copy, memset, record, wait, sync,
-query, hostfn, host), the stream (:class:`StreamRef`), the event object itself (kept
+query, hostfn, host, graph: a graph's launch), the stream (:class:`StreamRef`), the event object itself (kept
 alive by the record, so that a freed event's reused ``id()`` cannot confuse two events),
 the memory read and written (:class:`Region`, from the arrays; which kernel arguments a
 kernel writes is read from the kernel's own code, see :mod:`streamlab._kernelinfo`),
