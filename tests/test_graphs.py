@@ -204,7 +204,7 @@ def case_update_keeps_the_topology_and_changes_the_arrays():
 
 def case_host_callbacks_run_at_each_replay():
     hits = []
-    d = cuda.device_array(N, np.float32)
+    d = cuda.to_device(np.zeros(N, np.float32))
     b = streamlab.graph_builder().begin_building()
     double[N // 64, 64, b](d)
     b.callback(lambda: hits.append(1))
@@ -280,19 +280,12 @@ def test_reading_a_graphs_output_before_waiting_is_a_race():
     assert not waited.races
 
 
-@cuda.jit
-def tiny(x):
-    i = cuda.grid(1)
-    if i < x.size:
-        x[i] += 1
-
-
 def test_the_model_times_a_graph_of_small_kernels_faster_than_their_launches():
     """The wall the graphs lesson is about: 32 tiny kernels cost the host 32 launches,
     their graph one."""
-    d = cuda.device_array(32, np.float32)
+    d = cuda.to_device(np.zeros(32, np.float32))
     s = cuda.stream()
-    tiny[1, 32, s](d)
+    double[1, 32, s](d)
     s.synchronize()
 
     def timed(body):
@@ -303,10 +296,10 @@ def test_the_model_times_a_graph_of_small_kernels_faster_than_their_launches():
         e1.synchronize()
         return e0.elapsed_time(e1)
 
-    streamed = timed(lambda: [tiny[1, 32, s](d) for _ in range(32)])
+    streamed = timed(lambda: [double[1, 32, s](d) for _ in range(32)])
     b = streamlab.graph_builder().begin_building()
     for _ in range(32):
-        tiny[1, 32, b](d)
+        double[1, 32, b](d)
     b.end_building()
     g = b.complete()
     graphed = timed(lambda: g.launch(s))
@@ -341,6 +334,10 @@ def test_bad_input_gets_a_clear_error():
         b.end_building()
     with pytest.raises(GraphError, match="nothing was captured"):
         b.complete()
+    ran = cuda.to_device(np.ones(4, np.float32))
+    double[1, 4, b](ran)  # a builder not begun is a plain stream: the work runs, as on a GPU
+    b.stream.synchronize()
+    assert ran.copy_to_host().tolist() == [2.0] * 4
     b.begin_building()
     with pytest.raises(ValueError, match="count >= 2"):
         b.split(1)

@@ -151,6 +151,15 @@ def run_batches(graph, stream, slots, batches):
     "launched twice a batch": (3, RIGHT_PART3.replace(
         "        graph.launch(stream)\n", "        graph.launch(stream)\n        graph.launch(stream)\n"),
         "launched 10 time(s)"),
+    "the results computed on the host (a cheat)": (3, '''
+def run_batches(graph, stream, slots, batches):
+    results = []
+    for batch in batches:
+        graph.launch(stream)
+        stream.synchronize()
+        results.append([2 * chunk + 1 for chunk in batch])
+    return results
+''', "values are wrong"),
     "one launch for every batch": (3, '''
 def run_batches(graph, stream, slots, batches):
     graph.launch(stream)

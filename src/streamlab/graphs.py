@@ -282,15 +282,16 @@ def sim_lane(stream) -> "_Lane | None":
         return None
     if stream is None or stream == 0:
         return None
-    if isinstance(stream, SimGraphBuilder):
-        return stream._lane if stream._lane.capture.building else None
+    if isinstance(stream, SimGraphBuilder):  # not begun: its stream, and work runs, as on a GPU
+        lane = stream._lane
+        return lane if lane is not None and lane.capture.building else None
     with _lock:
         return _active.get(_key(stream))
 
 
 def sim_refuse_sync(what: str) -> None:
-    """A synchronize, query or pageable copy while a capture is on: refused, and every
-    capture on is invalidated, as on a GPU."""
+    """A synchronize or an event query while a capture is on: refused, and every capture
+    on is invalidated, as on a GPU (a pageable copy is refused by the lane's copy)."""
     if not _active:
         return
     with _lock:
@@ -480,12 +481,11 @@ class SimGraphBuilder:
         from numba import cuda
 
         if _capture is None:
-            self._origin = stream
             self._capture = _Capture("relaxed")
             self._stream = stream if stream is not None else cuda.stream()
             self._lane = None
         else:
-            self._origin, self._capture, self._lane = None, _capture, _lane
+            self._capture, self._lane = _capture, _lane
             self._stream = _lane.stream
 
     @property

@@ -48,15 +48,27 @@ def transform(out, inp):
             pass
 
 
+@cuda.jit
+def _add_key(out, key):
+    """out += key: part 3's check adds it inside its graph (see _check_graph)."""
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = out[i] + key
+
+
 class Slot:
     """A pinned input and output buffer and their device buffers: one branch's memory.
     A graph copies the same buffers at every replay, so they are made once."""
 
     def __init__(self, number: int = 0):
+        # zeroed: a wrong answer that reads a buffer before filling it reads zeros, never
+        # garbage that makes the simulator warn
         self.h_in = watch(cuda.pinned_array(CHUNK, np.float32), f"slot {number}'s h_in")
         self.h_out = watch(cuda.pinned_array(CHUNK, np.float32), f"slot {number}'s h_out")
-        self.d_in = cuda.device_array(CHUNK, np.float32)
-        self.d_out = cuda.device_array(CHUNK, np.float32)
+        self.h_in.view(np.ndarray)[:] = 0.0
+        self.h_out.view(np.ndarray)[:] = 0.0
+        self.d_in = cuda.to_device(np.zeros(CHUNK, np.float32))
+        self.d_out = cuda.to_device(np.zeros(CHUNK, np.float32))
 
 
 def make_slots(k=K):
@@ -78,8 +90,9 @@ def warm_up() -> None:
     from numba.cuda.core.errors import NumbaPerformanceWarning
 
     warnings.simplefilter("ignore", NumbaPerformanceWarning)
-    transform[BLOCKS, THREADS](cuda.to_device(np.zeros(CHUNK, np.float32)),
-                               cuda.to_device(np.zeros(CHUNK, np.float32)))
+    zeros = cuda.to_device(np.zeros(CHUNK, np.float32))
+    transform[BLOCKS, THREADS](zeros, cuda.to_device(np.zeros(CHUNK, np.float32)))
+    _add_key[BLOCKS, THREADS](zeros, np.float32(0))
     cuda.synchronize()
 
 
@@ -148,7 +161,19 @@ def pipeline_shape_ok(shape, k: int, label: str) -> None:
                    f"{shape.describe()}")
 
 
-def _results_after_one_launch(graph, slots, stream, seed):
+def _captured_and_replayed(label, capture, builder, stream, slots, seed) -> None:
+    """Run the learner's ``capture()`` inside ``builder``'s capture, check the graph's
+    shape, then launch it once on fresh data and check every slot's result."""
+    try:
+        capture()
+        builder.end_building()
+    except streamlab.CheckFailed:
+        raise
+    except Exception as exc:  # noqa: BLE001  (a refused capture, explained)
+        _close(builder)
+        _explain_capture_error(exc, label)
+    pipeline_shape_ok(graph_shape(builder), len(slots), label)
+    graph = builder.complete()
     (batch,), (expected,) = fresh_batches(1, len(slots), seed)
     for slot, chunk in zip(slots, batch):
         np.copyto(slot.h_in, chunk)  # after the capture: a graph reads them when it runs
@@ -163,16 +188,8 @@ def check_part1(capture_pipeline, *, k=K, seed=None):
     with part(1, capture_pipeline):
         slots = make_slots(k)
         builder = graph_builder().begin_building()
-        try:
-            capture_pipeline(builder, slots)
-            builder.end_building()
-        except streamlab.CheckFailed:
-            raise
-        except Exception as exc:  # noqa: BLE001  (a refused capture, explained)
-            _close(builder)
-            _explain_capture_error(exc, "capture_pipeline")
-        pipeline_shape_ok(graph_shape(builder), k, "capture_pipeline")
-        _results_after_one_launch(builder.complete(), slots, cuda.stream(), seed)
+        _captured_and_replayed("capture_pipeline", lambda: capture_pipeline(builder, slots),
+                               builder, cuda.stream(), slots, seed)
 
 
 def check_part2(capture_with_events, *, k=K, seed=None):
@@ -182,16 +199,9 @@ def check_part2(capture_with_events, *, k=K, seed=None):
         origin = cuda.stream()
         streams = [cuda.stream() for _ in range(k)]
         builder = graph_builder(origin).begin_building()
-        try:
-            capture_with_events(origin, streams, slots)
-            builder.end_building()
-        except streamlab.CheckFailed:
-            raise
-        except Exception as exc:  # noqa: BLE001
-            _close(builder)
-            _explain_capture_error(exc, "capture_with_events")
-        pipeline_shape_ok(graph_shape(builder), k, "capture_with_events")
-        _results_after_one_launch(builder.complete(), slots, origin, seed)
+        _captured_and_replayed("capture_with_events",
+                               lambda: capture_with_events(origin, streams, slots),
+                               builder, origin, slots, seed)
 
 
 class CountingGraph:
@@ -214,24 +224,28 @@ class CountingGraph:
         return f"<the captured pipeline, launched {self.launches} time(s)>"
 
 
-def _solution_graph(slots):
+def _check_graph(slots, key):
+    """Part 3's graph: the pipeline, plus a key added on the GPU that the learner's code
+    is never told, so that results computed on the host instead cannot pass."""
     builder = graph_builder().begin_building()
     parts = builder.split(len(slots))
     for p, slot in zip(parts, slots):
         slot.d_in.copy_to_device(slot.h_in, stream=p.stream)
         transform[BLOCKS, THREADS, p](slot.d_out, slot.d_in)
+        _add_key[BLOCKS, THREADS, p](slot.d_out, key)
         slot.d_out.copy_to_host(slot.h_out, stream=p.stream)
     streamlab.join(*parts).end_building()
     return builder.complete()
 
 
-def _streamed(batches, slots, streams):
+def _streamed(batches, slots, streams, key):
     out = []
     for batch in batches:
         for slot, s, chunk in zip(slots, streams, batch):
             np.copyto(slot.h_in, chunk)
             slot.d_in.copy_to_device(slot.h_in, stream=s)
             transform[BLOCKS, THREADS, s](slot.d_out, slot.d_in)
+            _add_key[BLOCKS, THREADS, s](slot.d_out, key)
             slot.d_out.copy_to_host(slot.h_out, stream=s)
         for s in streams:
             s.synchronize()
@@ -243,9 +257,11 @@ def check_part3(run_batches, *, count=5, k=K, seed=None):
     """Every batch by one replay of the captured graph: no launches of its own."""
     with part(3, run_batches):
         slots = make_slots(k)
-        graph = CountingGraph(_solution_graph(slots))
+        key = np.float32(np.random.default_rng(seed).uniform(1.0, 2.0))
+        graph = CountingGraph(_check_graph(slots, key))
         stream = cuda.stream()
         batches, expected = fresh_batches(count, k, seed)
+        expected = [[e + key for e in batch] for batch in expected]
         with record_ops() as ops:
             results = run_batches(graph, stream, slots, batches)
         if ops.launches() or ops.copies():
@@ -267,7 +283,8 @@ def check_part3(run_batches, *, count=5, k=K, seed=None):
             if len(got) != k:
                 check.fail(f"batch {b}: {len(got)} results for {k} chunks")
             for i in range(k):
-                check.equal(got[i], exp[i], f"batch {b}, chunk {i}")
+                check.equal(got[i], exp[i], f"batch {b}, chunk {i} (read from the slot's "
+                                               f"h_out after the replay)")
         if streamlab.on_simulator():
             print("timing not checked on the simulator (its model charges a graph launch; "
                   "the GPU measures it)")
@@ -276,7 +293,7 @@ def check_part3(run_batches, *, count=5, k=K, seed=None):
         best = {"graph": [], "streams": []}
         for _ in range(3):
             for name, run in (("graph", lambda: run_batches(graph, stream, slots, batches)),
-                              ("streams", lambda: _streamed(batches, slots, streams))):
+                              ("streams", lambda: _streamed(batches, slots, streams, key))):
                 t0 = time.perf_counter()
                 run()
                 best[name].append((time.perf_counter() - t0) * 1000 / count)
