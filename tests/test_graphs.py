@@ -11,7 +11,7 @@ import pytest
 from numba import cuda
 
 import streamlab
-from streamlab.graphs import GraphError, demangle
+from streamlab.graphs import INVALIDATED_MESSAGE, GraphError, demangle
 
 N = 256
 
@@ -138,8 +138,16 @@ def case_a_branch_never_joined_is_refused():
     assert error_code(e.value) == "CUDA_ERROR_STREAM_CAPTURE_UNJOINED"
 
 
-@pytest.fixture(params=["cuda.synchronize", "stream.synchronize", "event.synchronize",
-                        "pageable copy"])
+# what a capture into a blocking numba stream refuses, with the error an H200 gave
+REFUSED = {"cuda.synchronize": "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED",
+           "stream.synchronize": "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED",
+           "event.synchronize": "CUDA_ERROR_CAPTURED_EVENT",
+           "event.query": "CUDA_ERROR_CAPTURED_EVENT",
+           "a copy with no stream": "CUDA_ERROR_STREAM_CAPTURE_IMPLICIT",
+           "a launch with no stream": "CUDA_ERROR_STREAM_CAPTURE_IMPLICIT"}
+
+
+@pytest.fixture(params=list(REFUSED))
 def refused(request):
     return request.param
 
@@ -148,25 +156,86 @@ def capture_refuses(what) -> tuple[str, str]:
     """What the call in a capture raised, and what end_building then said."""
     s = cuda.stream()
     d = cuda.device_array(N, np.float32)
-    pageable = np.ones(N, np.float32)
+    h = pinned(1)
     b = streamlab.graph_builder(s).begin_building()
     double[N // 64, 64, s](d)
     calls = {
         "cuda.synchronize": lambda: cuda.synchronize(),
         "stream.synchronize": lambda: s.synchronize(),
         "event.synchronize": lambda: (ev := cuda.event(), ev.record(s), ev.synchronize()),
-        "pageable copy": lambda: d.copy_to_device(pageable, stream=s),
+        "event.query": lambda: (ev := cuda.event(), ev.record(s), ev.query()),
+        "a copy with no stream": lambda: d.copy_to_host(h),
+        "a launch with no stream": lambda: double[N // 64, 64](d),
     }
     with pytest.raises(Exception) as raised:
         calls[what]()
-    with pytest.raises(Exception) as ended:
+    with pytest.raises(RuntimeError) as ended:
         b.end_building()
-    return error_code(raised.value), error_code(ended.value)
+    return error_code(raised.value), str(ended.value)
 
 
 def case_capture_refuses(what):
-    assert capture_refuses(what) == ("CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED",
-                                     "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED")
+    raised, ended = capture_refuses(what)
+    assert raised == REFUSED[what]
+    assert ended.startswith(INVALIDATED_MESSAGE), ended  # cuda.core's words, on both paths
+
+
+def case_pageable_copies_are_captured_and_read_at_each_replay():
+    """Measured on an H200, in every capture mode: accepted, and the replay reads the
+    pageable buffer when it runs (and the launch holds the host for the copy)."""
+    for mode in ("relaxed", "global"):
+        p, q = np.ones(N, np.float32), np.zeros(N, np.float32)
+        d = cuda.device_array(N, np.float32)
+        s = cuda.stream()
+        b = streamlab.graph_builder(s).begin_building(mode)
+        d.copy_to_device(p, stream=s)
+        double[N // 64, 64, s](d)
+        d.copy_to_host(q, stream=s)
+        b.end_building()
+        assert (q == 0).all()
+        p[:] = 5
+        b.complete().launch(streamlab.core_stream(s))
+        s.synchronize()
+        assert (q == 10).all(), mode
+
+
+def case_legacy_work_beside_a_non_blocking_capture_runs_at_once():
+    h, d = pinned(3), cuda.device_array(N, np.float32)
+    d.copy_to_device(h)
+    b = streamlab.graph_builder().begin_building("global")  # cuda.core's non-blocking stream
+    double[N // 64, 64, b](d)
+    d.copy_to_host(h)  # the legacy stream: not in the graph, and it runs now
+    b.end_building()
+    assert (h == 3).all() and [n.kind for n in streamlab.graph_shape(b).nodes] == ["kernel"]
+
+
+def case_events_recorded_in_a_capture_time_nothing():
+    """A plain record in a capture is an edge, not a node: no replay records it, so the
+    event cannot be read; streamlab's span refuses at once, saying why."""
+    s = cuda.stream()
+    d = cuda.device_array(N, np.float32)
+    timeline = streamlab.Timeline()
+    b = streamlab.graph_builder(s).begin_building()
+    e0, e1 = cuda.event(), cuda.event()
+    e0.record(s)
+    double[N // 64, 64, s](d)
+    e1.record(s)
+    with pytest.raises(streamlab.TimelineError, match="being captured"):
+        with timeline.span("double", s):
+            double[N // 64, 64, s](d)
+    b.end_building()
+    b.complete().launch(streamlab.core_stream(s))
+    s.synchronize()
+    with pytest.raises(Exception) as e:
+        cuda.event_elapsed_time(e0, e1)
+    assert error_code(e.value) == "CUDA_ERROR_INVALID_VALUE"
+
+
+def case_a_graph_launches_into_a_cuda_core_stream_only():
+    h, d = pinned(1), cuda.device_array(N, np.float32)
+    g = capture_one_chain(h, d).complete()
+    with pytest.raises(TypeError, match="incorrect type"):
+        g.launch(cuda.stream())
 
 
 def case_allocation_is_refused_in_global_mode_only():
@@ -223,7 +292,11 @@ CASES = [case_capture_runs_nothing_and_each_launch_replays, case_shape_of_one_ch
          case_split_and_join_make_parallel_chains, case_events_fork_and_join_numba_streams,
          case_a_branch_never_joined_is_refused, case_allocation_is_refused_in_global_mode_only,
          case_update_keeps_the_topology_and_changes_the_arrays,
-         case_host_callbacks_run_at_each_replay]
+         case_host_callbacks_run_at_each_replay,
+         case_pageable_copies_are_captured_and_read_at_each_replay,
+         case_legacy_work_beside_a_non_blocking_capture_runs_at_once,
+         case_events_recorded_in_a_capture_time_nothing,
+         case_a_graph_launches_into_a_cuda_core_stream_only]
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.__name__[5:])
@@ -249,13 +322,13 @@ def test_capture_refuses_on_a_gpu(refused):
 
 
 # --- the simulator's stand-in: what only it needs to show --------------------------------
-def test_a_replay_is_one_graph_launch_and_its_work_is_the_graphs():
+def test_a_replay_is_one_graph_launch_and_its_work_is_the_graphs(sim_only):
     h, d = pinned(1), cuda.device_array(N, np.float32)
     g = capture_one_chain(h, d).complete()
     s = cuda.stream()
     with streamlab.record_ops() as ops:
-        g.launch(s)
-        g.launch(s)
+        g.launch(streamlab.core_stream(s))
+        g.launch(streamlab.core_stream(s))
         s.synchronize()
     assert len(ops.graph_launches()) == 2
     assert ops.launches() == [] and ops.copies() == []  # the graph's, not the learner's
@@ -264,23 +337,23 @@ def test_a_replay_is_one_graph_launch_and_its_work_is_the_graphs():
                                       for op in replayed)
 
 
-def test_reading_a_graphs_output_before_waiting_is_a_race():
+def test_reading_a_graphs_output_before_waiting_is_a_race(sim_only):
     h, d = pinned(1), cuda.device_array(N, np.float32)
     g = capture_one_chain(h, d).complete()
     s = cuda.stream()
     with streamlab.race_check(raises=False, quiet=True) as early:
-        g.launch(s)
+        g.launch(streamlab.core_stream(s))
         streamlab.host_access([h])
     assert early.races, "the host read the graph's output before the stream finished it"
     s.synchronize()
     with streamlab.race_check(raises=False, quiet=True) as waited:
-        g.launch(s)
+        g.launch(streamlab.core_stream(s))
         s.synchronize()
         streamlab.host_access([h])
     assert not waited.races
 
 
-def test_the_model_times_a_graph_of_small_kernels_faster_than_their_launches():
+def test_the_model_times_a_graph_of_small_kernels_faster_than_their_launches(sim_only):
     """The wall the graphs lesson is about: 32 tiny kernels cost the host 32 launches,
     their graph one."""
     d = cuda.to_device(np.zeros(32, np.float32))
@@ -302,18 +375,19 @@ def test_the_model_times_a_graph_of_small_kernels_faster_than_their_launches():
         double[1, 32, b](d)
     b.end_building()
     g = b.complete()
-    graphed = timed(lambda: g.launch(s))
+    cs = streamlab.core_stream(s)
+    graphed = timed(lambda: g.launch(cs))
     assert graphed < streamed / 4, (graphed, streamed)
 
 
-def test_launch_host_func_inside_a_capture_is_a_host_node():
+def test_launch_host_func_inside_a_capture_is_a_host_node():  # both paths
     s = cuda.stream()
     hits = []
     b = streamlab.graph_builder(s).begin_building()
     streamlab.launch_host_func(s, lambda: hits.append(1))
     b.end_building()
     assert [n.kind for n in streamlab.graph_shape(b).nodes] == ["host"] and hits == []
-    b.complete().launch(s)
+    b.complete().launch(streamlab.core_stream(s))
     s.synchronize()
     assert hits == [1]
 
@@ -324,7 +398,7 @@ def test_demangle_reads_numba_kernel_names():
     assert demangle("plain_name") == "plain_name"
 
 
-def test_bad_input_gets_a_clear_error():
+def test_bad_input_gets_a_clear_error(sim_only):
     with pytest.raises(TypeError, match="numba stream"):
         streamlab.graph_builder("stream0")
     b = streamlab.graph_builder()

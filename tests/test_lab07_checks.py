@@ -111,7 +111,7 @@ def capture_pipeline(builder, slots):
         "        cuda.synchronize()\n"), "cannot hold"),
     "pageable host memory": (1, RIGHT_PART1.replace(
         "slot.d_in.copy_to_device(slot.h_in, stream=p.stream)",
-        "slot.d_in.copy_to_device(np.array(slot.h_in), stream=p.stream)"), "pageable"),
+        "slot.d_in.copy_to_device(np.array(slot.h_in), stream=p.stream)"), "snapshot"),
     "kernel on the default stream": (1, RIGHT_PART1.replace(
         "transform[BLOCKS, THREADS, p]", "transform[BLOCKS, THREADS]"), "0 kernels"),
     "copy out forgotten": (1, RIGHT_PART1.replace(

@@ -495,6 +495,8 @@ def _sim_copies() -> None:  # noqa: C901  (three copies, each with its capture)
     def to_device_wrap(orig):
         def to_device(ary, stream=0, copy=True, to=None):
             lane = None if _in_kernel() else _graphs.sim_lane(stream)
+            if lane is None and copy and not _in_kernel():
+                _graphs.sim_refuse_legacy("cuda.to_device", stream)
             if lane is not None:  # the copy is captured; the allocation happens now
                 if to is not None:
                     lane.copy("h2d", to, ary)
@@ -522,9 +524,11 @@ def _sim_copies() -> None:  # noqa: C901  (three copies, each with its capture)
     def copy_to_host(orig):
         def copy_to_host(self, ary=None, stream=0):
             lane = None if _in_kernel() else _graphs.sim_lane(stream or self.stream)
+            if lane is None and not _in_kernel():
+                _graphs.sim_refuse_legacy("copy_to_host", stream or self.stream)
             if lane is not None:  # captured into a graph: it runs at each replay
                 if ary is None:
-                    ary = np.empty(self.shape, self.dtype)  # pageable: refused, as on a GPU
+                    ary = np.empty(self.shape, self.dtype)  # pageable: accepted, as on a GPU (filled at each replay)
                 lane.copy("d2h", ary, self)
                 return ary
             if not _in_kernel():
@@ -541,6 +545,8 @@ def _sim_copies() -> None:  # noqa: C901  (three copies, each with its capture)
     def copy_to_device(orig):
         def copy_to_device(self, ary, stream=0):
             lane = None if _in_kernel() else _graphs.sim_lane(stream or self.stream)
+            if lane is None and not _in_kernel():
+                _graphs.sim_refuse_legacy("copy_to_device", stream or self.stream)
             if lane is not None:  # captured into a graph: it runs at each replay
                 lane.copy("d2d" if isinstance(ary, fake) else "h2d", self, ary)
                 return None
@@ -614,6 +620,8 @@ def _sim_launches() -> None:
             lane = _graphs.sim_lane(getattr(self, "_streamlab_stream", 0))
             if lane is not None:  # captured into a graph: it runs at each replay
                 return lane.kernel(self, args)
+            _graphs.sim_refuse_legacy(f"a launch of {self.fn.__name__}",
+                                      getattr(self, "_streamlab_stream", 0))
             sim_flush(getattr(self, "_streamlab_stream", 0))
             # mapped host memory: the kernel writes the host array itself, as on a GPU
             args = tuple(fake(a) if isinstance(a, SimMappedArray) else a for a in args)

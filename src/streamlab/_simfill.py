@@ -158,13 +158,13 @@ def _stream_and_event_classes():
 
         @timed
         def synchronize(self):
-            graphs.sim_refuse_sync("event.synchronize()")
+            graphs.sim_refuse_event(self, "event.synchronize()")
             sim_flush()
             emit("sync", "event", event=self)
 
         @timed
         def query(self):
-            graphs.sim_refuse_sync("event.query()")
+            graphs.sim_refuse_event(self, "event.query()")
             sim_flush()
             model = simulator_model()
             done = True if model is None or self._uid is None else model.done(self._uid)
@@ -186,6 +186,14 @@ def _stream_and_event_classes():
             return model.times(self._uid)[1] * 1000.0
 
         def _check(self, role):
+            if getattr(self, "_streamlab_captured", None):
+                raise CudaAPIError(
+                    1,
+                    f"[CUDA_ERROR_INVALID_VALUE] the {role} event was last recorded inside "
+                    f"a graph's capture, where a record is an edge, not a node: no replay "
+                    f"records it. Time a replay with events recorded around "
+                    f"graph.launch(stream), outside the capture.",
+                )
             if not self.timing:
                 raise CudaAPIError(
                     400,

@@ -10,14 +10,20 @@ take ``stream=builder.stream``. This module gives the same calls on both paths:
   the same methods (``begin_building``, ``split``, ``join``, ``callback``,
   ``end_building``, ``complete``; the graph's ``upload``, ``launch``, ``update``). It
   records the work issued to a capturing stream instead of running it, refuses what a
-  GPU refuses inside a capture (a synchronize, a pageable copy, an allocation in the
-  strict modes) with the GPU's error, and replays the work at each launch, branch by
+  GPU refuses inside a capture (a synchronize, an event's query or synchronize, an
+  allocation in the strict modes, work on the legacy default stream while a blocking
+  stream captures) with the GPU's error, and replays the work at each launch, branch by
   branch on streams of its own, so that the model GPU (:mod:`streamlab.model`) times a
   replay as a GPU would run it: one host call, and the branches side by side.
 
 What the simulator cannot show: the driver's own cost of a graph (instantiation,
-upload, the launch itself, which the model charges as one kernel launch), and a
-node's parameters changed in place (``Graph.update`` replaces every node's work).
+upload, the launch itself, which the model charges as one kernel launch); a node's
+parameters changed in place (``Graph.update`` replaces every node's work); and the host
+wait of a graph that copies pageable memory (a GPU accepts such a copy in a capture, in
+every mode, and its launch then holds the host for the copy: measured on an H200).
+
+A graph is launched into a cuda.core stream: ``graph.launch(streamlab.core_stream(s))``
+(a numba stream is refused with cuda.core's TypeError, on both paths).
 
 >>> import numpy as np, streamlab
 >>> from numba import cuda
@@ -36,7 +42,7 @@ node's parameters changed in place (``Graph.update`` replaces every node's work)
 >>> [n.kind for n in streamlab.graph_shape(b).nodes]
 ['copy h2d', 'kernel', 'copy d2h']
 >>> g = b.complete(); s = cuda.stream()
->>> g.launch(s); g.launch(s); s.synchronize()
+>>> g.launch(streamlab.core_stream(s)); g.launch(streamlab.core_stream(s)); s.synchronize()
 >>> h.tolist()
 [4.0, 4.0, 4.0, 4.0]
 """
@@ -46,6 +52,7 @@ from __future__ import annotations
 import copy as _copy
 import itertools
 import threading
+import weakref
 from dataclasses import dataclass
 
 from ._device import on_simulator
@@ -53,6 +60,11 @@ from ._device import on_simulator
 CAPTURE_UNSUPPORTED = 900  # CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
 CAPTURE_INVALIDATED = 901  # CUDA_ERROR_STREAM_CAPTURE_INVALIDATED
 CAPTURE_UNJOINED = 904  # CUDA_ERROR_STREAM_CAPTURE_UNJOINED
+CAPTURE_IMPLICIT = 906  # CUDA_ERROR_STREAM_CAPTURE_IMPLICIT
+CAPTURED_EVENT = 907  # CUDA_ERROR_CAPTURED_EVENT
+# cuda.core's words when end_building() meets a capture that an earlier call invalidated
+INVALIDATED_MESSAGE = ("Build process encountered an error and has been invalidated. "
+                       "Build process must now be ended.")
 GRAPH_EXEC_UPDATE_FAILURE = 910  # CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE
 MODES = ("global", "thread_local", "relaxed")
 
@@ -62,6 +74,9 @@ class GraphError(RuntimeError):
 
 
 # --- the calls, the same on both paths ----------------------------------------------
+_builders_made = False  # has graph_builder been called in this process?
+
+
 def graph_builder(stream=None):
     """A graph builder that captures the work issued to ``stream``.
 
@@ -74,6 +89,8 @@ def graph_builder(stream=None):
     if stream is not None and not (hasattr(stream, "__cuda_stream__") or hasattr(stream, "handle")):
         raise TypeError(f"graph_builder captures a stream: pass a numba stream "
                         f"(cuda.stream()) or nothing, got {stream!r}")
+    global _builders_made
+    _builders_made = True
     if on_simulator():
         return SimGraphBuilder(stream)
     from cuda.core import Device
@@ -95,12 +112,32 @@ def join(*builders):
 
 def core_stream(stream):
     """``stream`` as cuda.core takes it, for ``graph.upload`` and ``graph.launch`` (on
-    the simulator, the stream itself)."""
+    the simulator, a stand-in that carries the stream)."""
     if on_simulator():
-        return stream
+        if isinstance(stream, SimCoreStream):
+            return stream
+        if stream is None or not hasattr(stream, "__cuda_stream__"):
+            raise TypeError(f"core_stream takes a stream (cuda.stream()), got {stream!r}")
+        return SimCoreStream(stream)
     from cuda.core import Device
 
     return Device().create_stream(stream)
+
+
+def is_capturing(stream) -> bool:
+    """Is ``stream`` (a numba or cuda.core stream, or a graph builder) being captured
+    into a graph now? (Only captures begun from :func:`graph_builder` are seen: before
+    its first call this answers False without asking the driver.)"""
+    if not _builders_made or stream is None or isinstance(stream, int):
+        return False  # no builder made through streamlab: a span stays lean (no query)
+    if on_simulator():
+        return sim_lane(stream) is not None
+    from .streams import _capturing, handle_of
+
+    inner = getattr(stream, "stream", None)  # a GraphBuilder: its stream
+    handle = handle_of(inner if inner is not None and hasattr(stream, "begin_building")
+                       else stream)
+    return handle not in (0, 1, 2) and _capturing(handle)
 
 
 # --- the shape of a graph ----------------------------------------------------------------
@@ -192,11 +229,36 @@ def graph_shape(builder) -> GraphShape:
 
 
 def _shape_of_definition(definition) -> GraphShape:
-    nodes = sorted(definition.nodes, key=lambda n: int(n.handle))  # stable, in creation order
+    # cuda.core 1.2: nodes() and edges() are methods (properties in some earlier releases)
+    found = definition.nodes() if callable(definition.nodes) else definition.nodes
+    pairs = definition.edges() if callable(definition.edges) else definition.edges
+    pairs = [(a, b) for a, b in pairs]
+    nodes = _topological(list(found), pairs)
     index = {n: i for i, n in enumerate(nodes)}
     out = tuple(GraphNode(i, *_describe_core_node(n)) for i, n in enumerate(nodes))
-    edges = frozenset((index[a], index[b]) for a, b in definition.edges)
+    edges = frozenset((index[a], index[b]) for a, b in pairs)
     return GraphShape(out, edges)
+
+
+def _topological(nodes: list, pairs: list) -> list:
+    """The nodes in an order where every node comes after its predecessors (ties broken
+    by the driver's node handle, so that the order is the same from run to run of one
+    process and indices read as the capture order)."""
+    preds = {n: 0 for n in nodes}
+    for _, b in pairs:
+        preds[b] += 1
+    ready = sorted((n for n in nodes if preds[n] == 0), key=lambda n: int(n.handle))
+    out = []
+    while ready:
+        n = ready.pop(0)
+        out.append(n)
+        for a, b in pairs:
+            if a == n:
+                preds[b] -= 1
+                if preds[b] == 0:
+                    ready.append(b)
+        ready.sort(key=lambda n: int(n.handle))
+    return out + [n for n in nodes if n not in out]  # a cycle cannot happen; never dropped
 
 
 def _describe_core_node(node) -> tuple[str, str]:
@@ -216,8 +278,15 @@ def _kernel_name(node) -> str:
     the names in the nested name, the function's last)."""
     from cuda.bindings import driver
 
+    # The node's own parameters name the function numba launched (cuda.core's
+    # node.kernel.handle is not a CUfunction: cuFuncGetName refuses it, measured).
     try:
-        err, raw = driver.cuFuncGetName(driver.CUfunction(int(node.kernel.handle)))
+        err, params = driver.cuGraphKernelNodeGetParams(node.handle)
+        if err != driver.CUresult.CUDA_SUCCESS:
+            return ""
+        err, raw = driver.cuFuncGetName(params.func)
+        if err != driver.CUresult.CUDA_SUCCESS or raw is None:
+            return ""
         name = raw.decode() if isinstance(raw, bytes) else str(raw)
     except Exception:  # noqa: BLE001  (no name from this driver: the kind is enough)
         return ""
@@ -260,6 +329,7 @@ def _copy_direction(src, dst) -> str:
 _lock = threading.RLock()
 _active: dict = {}  # stream key -> _Lane, for every stream capturing now
 _graph_ids = itertools.count(1)
+_builder_streams: weakref.WeakSet = weakref.WeakSet()  # builders' streams (cuda.core's)
 
 
 def _capture_error(code: int, name: str, message: str):
@@ -282,6 +352,8 @@ def sim_lane(stream) -> "_Lane | None":
         return None
     if stream is None or stream == 0:
         return None
+    if isinstance(stream, SimCoreStream):
+        stream = stream._stream
     if isinstance(stream, SimGraphBuilder):  # not begun: its stream, and work runs, as on a GPU
         lane = stream._lane
         return lane if lane is not None and lane.capture.building else None
@@ -304,6 +376,59 @@ def sim_refuse_sync(what: str) -> None:
         f"work that has not run (it is only being recorded). Take the call out of the "
         f"capture: synchronize after graph.launch(stream) instead. The capture is now "
         f"invalid; end_building() will say so.")
+
+
+def sim_refuse_event(event, what: str) -> None:
+    """An event's query or synchronize: an event recorded inside a capture marks a point
+    in a graph, not a time. While the capture is on the GPU refuses the call with
+    CUDA_ERROR_CAPTURED_EVENT and invalidates the capture; after it (the record never
+    ran), with CUDA_ERROR_INVALID_VALUE. Any other event: as a synchronize."""
+    captured = getattr(event, "_streamlab_captured", None)
+    if captured:
+        capture = captured[0]
+        if capture.building:
+            capture.invalidate(what)
+            raise _capture_error(
+                CAPTURED_EVENT, "CUDA_ERROR_CAPTURED_EVENT",
+                f"{what} on an event recorded inside a capture: in a graph being built an "
+                f"event marks a point between nodes, and nothing has run, so there is "
+                f"nothing to wait for. Wait on it from another stream (event.wait) to "
+                f"fork or join the capture. The capture is now invalid.")
+        raise _capture_error(
+            1, "CUDA_ERROR_INVALID_VALUE",
+            f"{what} on an event whose only record was inside a capture: that record "
+            f"became an edge of the graph, not a node, so a replay does not record the "
+            f"event. Record it outside the capture (after graph.launch(stream)) to time "
+            f"or wait for a replay.")
+    sim_refuse_sync(what)
+
+
+def sim_refuse_legacy(what: str, stream) -> None:
+    """Work on the legacy default stream while a blocking stream (a numba stream) is
+    capturing: the legacy stream would wait for that stream's work, which has not run,
+    so a GPU refuses with CUDA_ERROR_STREAM_CAPTURE_IMPLICIT and invalidates the capture.
+    cuda.core's own streams (the builder's, split()'s) are non-blocking: no refusal."""
+    if not _active:
+        return
+    if stream is not None and stream != 0:
+        from .streams import LEGACY_DEFAULT, stream_info
+
+        if isinstance(stream, (SimGraphBuilder, SimCoreStream)) or \
+                stream_info(stream).kind != LEGACY_DEFAULT:
+            return
+    with _lock:
+        blocking = {lane.capture for lane in _active.values()
+                    if not getattr(lane.stream, "nonblocking", False)}
+    if not blocking:
+        return
+    for c in blocking:
+        c.invalidate(what)
+    raise _capture_error(
+        CAPTURE_IMPLICIT, "CUDA_ERROR_STREAM_CAPTURE_IMPLICIT",
+        f"{what} on the legacy default stream while a blocking stream is being captured: "
+        f"the legacy stream waits for every blocking stream, and the captured work has "
+        f"not run. Give the call the capturing stream (stream=...), or capture into "
+        f"a non-blocking stream. The capture is now invalid.")
 
 
 def sim_refuse_allocation(what: str) -> None:
@@ -385,18 +510,8 @@ class _Lane:
         self.add("kernel", launch.fn.__name__, run)
 
     def copy(self, direction: str, dst, src) -> None:
-        """A copy node; pageable host memory is refused, as on a GPU."""
-        from ._pinned import is_pinned
-
-        host = src if direction == "h2d" else dst if direction == "d2h" else None
-        if host is not None and not is_pinned(host):
-            self.capture.invalidate("a copy from or to pageable memory")
-            raise _capture_error(
-                CAPTURE_UNSUPPORTED, "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED",
-                f"a {direction} copy of pageable host memory inside a capture: the driver "
-                f"copies pageable memory through a staging buffer, with the host waiting, "
-                f"and a graph cannot hold that. Use pinned memory (cuda.pinned_array) for "
-                f"every host buffer a graph copies. The capture is now invalid.")
+        """A copy node. Pageable host memory is accepted, as on a GPU (in every capture
+        mode): the replay reads and writes the buffer when it runs."""
         if direction == "d2h":
             def run(stream):
                 src.copy_to_host(dst, stream=stream)
@@ -481,12 +596,17 @@ class SimGraphBuilder:
         from numba import cuda
 
         if _capture is None:
+            from .streams import stream as nonblocking_stream
+
             self._capture = _Capture("relaxed")
-            self._stream = stream if stream is not None else cuda.stream()
+            # as cuda.core's Device().create_stream(): non-blocking unless one is given
+            self._stream = stream if stream is not None else \
+                nonblocking_stream(nonblocking=True)
             self._lane = None
         else:
             self._capture, self._lane = _capture, _lane
             self._stream = _lane.stream
+        _builder_streams.add(self._stream)
 
     @property
     def stream(self):
@@ -541,10 +661,9 @@ class SimGraphBuilder:
         c.stop()
         c.ended = True
         if c.invalid:
-            raise _capture_error(
-                CAPTURE_INVALIDATED, "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED",
-                f"the capture was invalidated by {c.invalid}, so there is no graph. "
-                f"Build it again without that call.")
+            raise GraphError(
+                f"{INVALIDATED_MESSAGE} (The capture was invalidated by {c.invalid}, so "
+                f"there is no graph. Build it again without that call.)")
         if unjoined:
             c.invalidate("a branch that was never joined")
             raise _capture_error(
@@ -628,6 +747,29 @@ class SimGraphBuilder:
         return f"<GraphBuilder (simulator), {state}, {len(self._capture.nodes)} nodes>"
 
 
+class SimCoreStream:
+    """cuda.core's Stream, on the simulator: a numba stream as ``graph.launch`` takes it
+    (from :func:`core_stream`)."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def __cuda_stream__(self):
+        return (0, self._stream.handle)
+
+    @property
+    def handle(self):
+        """The numba stream's handle."""
+        return self._stream.handle
+
+    def sync(self) -> None:
+        """Wait for the stream's work (cuda.core's name for synchronize)."""
+        self._stream.synchronize()
+
+    def __repr__(self):
+        return f"<cuda.core Stream of {self._stream!r} (simulator)>"
+
+
 class SimGraph:
     """cuda.core's Graph, on the simulator: each launch replays the captured work, each
     branch on a stream of its own, and costs the host one call (see the module)."""
@@ -676,12 +818,23 @@ class SimGraph:
 
 
 def _stream_of(stream):
+    """The numba stream inside a cuda.core stream (or a builder's stream); anything else
+    is refused as cuda.core refuses it."""
+    if isinstance(stream, SimCoreStream):
+        return stream._stream
     if isinstance(stream, SimGraphBuilder):
         raise TypeError("launch a graph into a stream, not a graph builder: "
-                        "graph.launch(cuda.stream())")
-    if stream is None or not (hasattr(stream, "__cuda_stream__") or stream == 0):
-        raise TypeError(f"a graph is launched into a stream (cuda.stream()), got {stream!r}")
-    return stream
+                        "graph.launch(streamlab.core_stream(cuda.stream()))")
+    try:
+        if stream in _builder_streams:
+            return stream  # a builder's stream is a cuda.core stream on a GPU
+    except TypeError:
+        pass
+    kind = type(stream).__name__
+    raise TypeError(f"Argument 'stream' has incorrect type (expected "
+                    f"cuda.core._stream.Stream, got {kind}), as on a GPU: cuda.core "
+                    f"launches graphs into its own streams. Pass "
+                    f"streamlab.core_stream(s) for a numba stream s.")
 
 
 def _launch_sim_graph(graph: SimGraph, stream) -> None:

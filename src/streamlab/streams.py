@@ -120,6 +120,12 @@ def stream_info(stream) -> StreamInfo:
         kind = LEGACY_DEFAULT
     elif handle == _CU_STREAM_PER_THREAD:
         kind = PER_THREAD_DEFAULT
+    elif _capturing(handle):
+        # A capturing stream refuses cuStreamGetFlags (STREAM_CAPTURE_UNSUPPORTED, measured
+        # on an H200), and the refusal would invalidate the capture: describe it as it
+        # was last seen, or as cuda.core makes its builders' streams (non-blocking).
+        known = _seen.get(handle)
+        return known if known is not None else StreamInfo(handle, NON_BLOCKING, 0, device)
     else:
         err, flags = driver.cuStreamGetFlags(driver.CUstream(handle))
         _check(err, "cuStreamGetFlags")
@@ -127,7 +133,25 @@ def stream_info(stream) -> StreamInfo:
         device = _device_of(handle)
     err, priority = driver.cuStreamGetPriority(driver.CUstream(handle))
     _check(err, "cuStreamGetPriority")
-    return StreamInfo(handle=handle, kind=kind, priority=int(priority), device=device)
+    info = StreamInfo(handle=handle, kind=kind, priority=int(priority), device=device)
+    if handle not in (0, _CU_STREAM_LEGACY, _CU_STREAM_PER_THREAD):
+        if len(_seen) > 4096:  # streams come and go; the cache only bridges captures
+            _seen.clear()
+        _seen[handle] = info
+    return info
+
+
+_seen: dict = {}  # handle -> StreamInfo, for streams asked about while capturing
+
+
+def _capturing(handle: int) -> bool:
+    """Whether the stream ``handle`` is being captured into a graph now (GPU)."""
+    from cuda.bindings import driver
+
+    err, status = driver.cuStreamIsCapturing(driver.CUstream(handle))
+    if err != driver.CUresult.CUDA_SUCCESS:
+        return False  # the flags query below then reports what is wrong
+    return status == driver.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_ACTIVE
 
 
 def _device_of(handle: int) -> int:

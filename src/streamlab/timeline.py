@@ -374,6 +374,18 @@ class Timeline:
                 f"span {name!r} needs the stream its work goes to. Pass "
                 f"cuda.default_stream() to time work on the default stream."
             )
+        from .graphs import is_capturing
+
+        if is_capturing(stream):
+            # measured on an H200: the events' records become edges of the graph, not
+            # nodes, so no replay records them and reading the span fails later with
+            # CUDA_ERROR_INVALID_VALUE. Refused here, where the mistake is.
+            raise TimelineError(
+                f"span {name!r}: its stream is being captured into a graph, where an "
+                f"event's record is an edge between nodes, not a time: no replay would "
+                f"record it. Put the span around the replay instead: "
+                f"`with timeline.span(name, s): graph.launch(streamlab.core_stream(s))`."
+            )
         return _SpanBlock(self, str(name), stream, kind)
 
     def add(self, name: str, start_event, end_event, stream, kind: str = "kernel") -> None:

@@ -5,8 +5,10 @@ one check. See :mod:`streamlab.labs` for what every check shares.
 
 The checks read the graph itself (:func:`streamlab.graph_shape`: cuda.core's graph on a
 GPU, the stand-in's record on the simulator), never the learner's code: k branches of
-copy in, kernel, copy out, side by side, joined at the end. A synchronize or a pageable
-copy inside the capture fails as on a GPU, with the GPU's error, explained.
+copy in, kernel, copy out, side by side, joined at the end. A synchronize, an event's
+query or work on the legacy default stream inside the capture fails as on a GPU, with the
+GPU's error, explained. A copy of another host buffer than the slot's (a pageable copy
+made at capture time) is replayed as captured, and the results say so.
 """
 
 from __future__ import annotations
@@ -111,11 +113,19 @@ def _explain_capture_error(exc, label: str):
     for code, advice in (
             ("CAPTURE_UNJOINED", "a branch was never joined back: join every branch before "
                                  "the capture ends"),
-            ("CAPTURE_UNSUPPORTED", "a call the capture cannot hold (a synchronize, or a "
-                                    "copy of pageable memory): inside a capture, only issue "
-                                    "work, with the slots' pinned buffers"),
+            ("CAPTURE_UNSUPPORTED", "a call the capture cannot hold (a synchronize, or an "
+                                    "allocation): inside a capture, only issue work to the "
+                                    "capturing streams, with the slots' buffers"),
+            ("CAPTURED_EVENT", "an event recorded in the capture was queried or waited on "
+                               "by the host: inside a capture nothing runs, so the host "
+                               "cannot wait; join streams with event.wait(stream) instead"),
+            ("CAPTURE_IMPLICIT", "work went to the legacy default stream (a copy or launch "
+                                 "without a stream) while a blocking stream was capturing: "
+                                 "give every call its branch's stream"),
             ("CAPTURE_INVALIDATED", "an earlier call in the capture was refused, which "
-                                    "invalidated it")):
+                                    "invalidated it"),
+            ("has been invalidated", "an earlier call in the capture was refused, which "
+                                     "invalidated it")):
         if code in text:
             check.fail(f"{label}: {advice}. CUDA said: {text}")
     raise exc
@@ -180,7 +190,13 @@ def _captured_and_replayed(label, capture, builder, stream, slots, seed) -> None
     graph.launch(streamlab.core_stream(stream))
     stream.synchronize()
     for i, (slot, exp) in enumerate(zip(slots, expected)):
-        check.equal(slot.h_out, exp, f"slot {i}'s h_out after one graph launch")
+        try:
+            check.equal(slot.h_out, exp, f"slot {i}'s h_out after one graph launch")
+        except streamlab.CheckFailed as failed:
+            check.fail(f"{failed} A graph replays the copies it captured, with the buffers "
+                       f"they named: each slot's copies must name slot.h_in and slot.h_out "
+                       f"themselves (a copy of np.array(slot.h_in) copies a snapshot taken "
+                       f"at capture time).")
 
 
 def check_part1(capture_pipeline, *, k=K, seed=None):
