@@ -18,9 +18,9 @@ take ``stream=builder.stream``. This module gives the same calls on both paths:
 
 What the simulator cannot show: the driver's own cost of a graph (instantiation,
 upload, the launch itself, which the model charges as one kernel launch); a node's
-parameters changed in place (``Graph.update`` replaces every node's work); and the host
-wait of a graph that copies pageable memory (a GPU accepts such a copy in a capture, in
-every mode, and its launch then holds the host for the copy: measured on an H200).
+parameters changed in place (``Graph.update`` replaces every node's work). A GPU accepts
+a pageable copy in a capture, in every mode, and each launch then holds the host for the
+copy (measured on an H200); the model GPU charges that wait too, as for any pageable copy.
 
 A graph is launched into a cuda.core stream: ``graph.launch(streamlab.core_stream(s))``
 (a numba stream is refused with cuda.core's TypeError, on both paths).

@@ -221,16 +221,22 @@ def check_part2(capture_with_events, *, k=K, seed=None):
 
 
 class CountingGraph:
-    """The graph the learner replays, counting its launches (and nothing else)."""
+    """The graph the learner replays, counting its launches. On a GPU, where cuda.core's
+    launch is not observed, each launch also records the graph's copies (the slots' h_in
+    read, h_out written, in the launch's stream), as the simulator's replay does, so that
+    the race check sees a result read before the replay finished."""
 
-    def __init__(self, graph):
+    def __init__(self, graph, slots=()):
         self._graph = graph
+        self._slots = list(slots)
         self.launches = 0
 
     def launch(self, stream) -> None:
         """Launch the graph into ``stream`` (a numba stream will do), counted."""
         self.launches += 1
         self._graph.launch(streamlab.core_stream(stream))
+        if not streamlab.on_simulator() and self._slots:
+            _record_replay(stream, self._slots)
 
     def upload(self, stream) -> None:
         """Upload the graph in ``stream`` (optional: it makes the first launch cheaper)."""
@@ -238,6 +244,25 @@ class CountingGraph:
 
     def __repr__(self):
         return f"<the captured pipeline, launched {self.launches} time(s)>"
+
+
+def _record_replay(stream, slots) -> None:
+    """The graph's copies, recorded as the replay's (internal) work in ``stream``."""
+    from .. import ops
+    from .._hooks import copy_op
+
+    if not ops.observing():
+        return
+    ops.emit("graph", "launch", stream, detail={"nodes": 4 * len(slots)})  # the learner's
+    with ops.internal():
+        for i, slot in enumerate(slots):
+            for direction, host, dev in (("h2d", slot.h_in, slot.d_in),
+                                         ("d2h", slot.h_out, slot.d_out)):
+                name = "h_in" if direction == "h2d" else "h_out"
+                copy_op(direction, stream,
+                        host=ops.region_of(host, f"slot {i}'s {name}"),
+                        device=ops.region_of(dev, f"slot {i}'s d_{name[2:]}"),
+                        pinned=True, synchronous=False)
 
 
 def _check_graph(slots, key):
@@ -274,7 +299,7 @@ def check_part3(run_batches, *, count=5, k=K, seed=None):
     with part(3, run_batches):
         slots = make_slots(k)
         key = np.float32(np.random.default_rng(seed).uniform(1.0, 2.0))
-        graph = CountingGraph(_check_graph(slots, key))
+        graph = CountingGraph(_check_graph(slots, key), slots)
         stream = cuda.stream()
         batches, expected = fresh_batches(count, k, seed)
         expected = [[e + key for e in batch] for batch in expected]
