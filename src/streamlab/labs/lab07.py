@@ -100,12 +100,33 @@ def warm_up() -> None:
 
 # --- what the graph must be -------------------------------------------------------------
 def _close(builder) -> None:
-    """End a capture the learner's code broke off (its error is the one to explain)."""
-    if builder.is_building:
+    """End a capture the learner's code broke off (its error is the one to explain). On
+    a GPU, cuda.core's builder refuses even ``is_building`` once a call invalidated the
+    capture ("Build process must now be ended"), and the stream stays capturing until
+    ``end_building()``: every later allocation or synchronize would then fail."""
+    try:
+        building = builder.is_building
+    except RuntimeError:
+        building = True  # invalidated, and still to be ended
+    if building:
         try:
             builder.end_building()
         except Exception:  # noqa: BLE001, S110  (it fails as invalidated: expected)
             pass
+
+
+def _no_capture_left_open() -> None:
+    """Fail clearly when a capture is still open in this process (on a GPU, a refused
+    call inside a split capture can leave streams capturing after the check ended it):
+    every synchronize would then be refused, and the check's own errors would mislead."""
+    try:
+        cuda.synchronize()
+    except Exception as exc:  # noqa: BLE001  (numba's and the stand-in's errors alike)
+        if "CAPTURE" not in str(exc):
+            raise
+        check.fail(f"a graph capture from an earlier run is still open in this kernel, so "
+                   f"the GPU refuses every synchronize ({exc}). Restart the kernel "
+                   f"(Kernel > Restart) and run the lab again from the top.")
 
 
 def _explain_capture_error(exc, label: str):
@@ -202,6 +223,7 @@ def _captured_and_replayed(label, capture, builder, stream, slots, seed) -> None
 def check_part1(capture_pipeline, *, k=K, seed=None):
     """The pipeline captured with a GraphBuilder: split into k branches, joined."""
     with part(1, capture_pipeline):
+        _no_capture_left_open()
         slots = make_slots(k)
         builder = graph_builder().begin_building()
         _captured_and_replayed("capture_pipeline", lambda: capture_pipeline(builder, slots),
@@ -211,6 +233,7 @@ def check_part1(capture_pipeline, *, k=K, seed=None):
 def check_part2(capture_with_events, *, k=K, seed=None):
     """The same graph captured from numba streams forked and joined by events."""
     with part(2, capture_with_events):
+        _no_capture_left_open()
         slots = make_slots(k)
         origin = cuda.stream()
         streams = [cuda.stream() for _ in range(k)]
@@ -297,6 +320,7 @@ def _streamed(batches, slots, streams, key):
 def check_part3(run_batches, *, count=5, k=K, seed=None):
     """Every batch by one replay of the captured graph: no launches of its own."""
     with part(3, run_batches):
+        _no_capture_left_open()
         slots = make_slots(k)
         key = np.float32(np.random.default_rng(seed).uniform(1.0, 2.0))
         graph = CountingGraph(_check_graph(slots, key), slots)
