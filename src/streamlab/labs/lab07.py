@@ -30,8 +30,9 @@ from . import no_races, part
 __all__ = ["warm_up", "CHUNK", "THREADS", "BLOCKS", "K", "transform", "Slot", "make_slots",
            "fresh_batches", "check_part1", "check_part2", "check_part3"]
 
-THREADS = 256
-CHUNK = streamlab.pick(gpu=1 << 20, sim=2 * THREADS + 5)  # floats per chunk
+# on the simulator every GPU thread is a Python thread: small blocks keep the checks quick
+THREADS = streamlab.pick(gpu=256, sim=64)
+CHUNK = streamlab.pick(gpu=1 << 20, sim=2 * THREADS + 5)  # floats per chunk (a part block)
 BLOCKS = (CHUNK + THREADS - 1) // THREADS
 K = 4  # slots, and branches of the graph
 KERNEL_NS = streamlab.ms_to_ns(streamlab.pick(gpu=0.05, sim=0))  # a short kernel: launches matter
