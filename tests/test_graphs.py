@@ -11,7 +11,7 @@ import pytest
 from numba import cuda
 
 import streamlab
-from streamlab.graphs import INVALIDATED_MESSAGE, GraphError, demangle
+from streamlab.graphs import INVALIDATED_MESSAGE, GraphError, demangle, end_capture
 
 N = 256
 
@@ -67,15 +67,7 @@ def _keep_gpu_builders(monkeypatch):
     monkeypatch.setattr(streamlab, "graph_builder", kept)
     yield
     for builder in _KEPT:  # a case that failed midway must not leave a stream capturing
-        try:
-            open_ = builder.is_building
-        except RuntimeError:
-            open_ = True  # invalidated, still to be ended
-        if open_:
-            try:
-                builder.end_building()
-            except Exception:  # noqa: BLE001, S110  (ended, as invalidated)
-                pass
+        end_capture(builder)
 
 
 # --- the cases: the same code on both paths -----------------------------------------
@@ -474,3 +466,14 @@ def test_lab07_says_plainly_when_a_capture_was_left_open(sim_only):
     finally:
         with pytest.raises(RuntimeError, match="invalidated"):
             b.end_building()
+
+
+def test_end_capture_ends_an_invalidated_capture_and_leaves_an_ended_one_alone(sim_only):
+    s = cuda.stream()
+    b = streamlab.graph_builder(s).begin_building()
+    with pytest.raises(Exception, match="CAPTURE_UNSUPPORTED"):
+        s.synchronize()
+    end_capture(b)  # invalidated: ended, its error dropped
+    assert not b.is_building
+    end_capture(b)  # already ended: nothing to do
+    s.synchronize()  # nothing is capturing any more

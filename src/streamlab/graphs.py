@@ -125,6 +125,23 @@ def core_stream(stream):
     return Device().create_stream(stream)
 
 
+def end_capture(builder) -> None:
+    """End ``builder``'s capture if it is still on, whatever ended it early; the error an
+    invalidated capture gives at its end is expected and dropped. On a GPU, cuda.core
+    refuses even ``is_building`` once a call invalidated the capture ("Build process must
+    now be ended"), and the stream stays capturing until ``end_building()``: every later
+    allocation or synchronize in the process would then fail."""
+    try:
+        building = builder.is_building
+    except RuntimeError:
+        building = True  # invalidated, and still to be ended
+    if building:
+        try:
+            builder.end_building()
+        except Exception:  # noqa: BLE001, S110  (it fails as invalidated: expected)
+            pass
+
+
 def is_capturing(stream) -> bool:
     """Is ``stream`` (a numba or cuda.core stream, or a graph builder) being captured
     into a graph now? (Only captures begun from :func:`graph_builder` are seen: before

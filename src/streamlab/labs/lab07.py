@@ -21,7 +21,7 @@ from numba import cuda
 import streamlab
 
 from .. import check
-from ..graphs import graph_builder, graph_shape
+from ..graphs import end_capture, graph_builder, graph_shape
 from ..ops import record_ops
 from ..spin import globaltimer
 from ..watched import watch
@@ -100,22 +100,6 @@ def warm_up() -> None:
 
 
 # --- what the graph must be -------------------------------------------------------------
-def _close(builder) -> None:
-    """End a capture the learner's code broke off (its error is the one to explain). On
-    a GPU, cuda.core's builder refuses even ``is_building`` once a call invalidated the
-    capture ("Build process must now be ended"), and the stream stays capturing until
-    ``end_building()``: every later allocation or synchronize would then fail."""
-    try:
-        building = builder.is_building
-    except RuntimeError:
-        building = True  # invalidated, and still to be ended
-    if building:
-        try:
-            builder.end_building()
-        except Exception:  # noqa: BLE001, S110  (it fails as invalidated: expected)
-            pass
-
-
 def _no_capture_left_open() -> None:
     """Fail clearly when a capture is still open in this process (on a GPU, a refused
     call inside a split capture can leave streams capturing after the check ended it):
@@ -202,7 +186,7 @@ def _captured_and_replayed(label, capture, builder, stream, slots, seed) -> None
     except streamlab.CheckFailed:
         raise
     except Exception as exc:  # noqa: BLE001  (a refused capture, explained)
-        _close(builder)
+        end_capture(builder)
         _explain_capture_error(exc, label)
     pipeline_shape_ok(graph_shape(builder), len(slots), label)
     graph = builder.complete()
