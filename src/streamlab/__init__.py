@@ -36,7 +36,8 @@ from .claimcheck import ClaimFailed, claims  # noqa: E402
 from ._device import describe, device_name, on_simulator, pick  # noqa: E402
 from ._mode import DeviceModeError  # noqa: E402
 from .chrome import to_chrome_trace  # noqa: E402
-from .graphs import GraphError, GraphShape, core_stream, graph_builder, graph_shape, join  # noqa: E402
+from .graphs import (GraphError, GraphShape, core_stream, end_capture, graph_builder,  # noqa: E402
+                     graph_shape, join)
 from .hostfn import HostCall, HostFuncError, launch_host_func, stream_done  # noqa: E402
 from .ops import Op, OpLog, Region, StreamRef, host_access, is_pinned, record_ops  # noqa: E402
 from .order import Race, RaceError, find_races, race_check  # noqa: E402
@@ -61,7 +62,7 @@ __all__ = [
     "describe", "device_name", "globaltimer", "launch_host_func", "ms_to_ns", "on_simulator",
     "pick", "plot", "priority_range", "profile", "spin", "stream", "stream_done", "stream_info",
     "to_chrome_trace", "compare", "kernel_cost", "model", "now", "predict", "size",
-    "core_stream", "graph_builder", "graph_shape", "join",
+    "core_stream", "end_capture", "graph_builder", "graph_shape", "join",
 ]
 
 from .labs import install_ipython_display as _install_ipython_display  # noqa: E402

@@ -60,6 +60,7 @@ from ._device import on_simulator
 CAPTURE_UNSUPPORTED = 900  # CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
 CAPTURE_INVALIDATED = 901  # CUDA_ERROR_STREAM_CAPTURE_INVALIDATED
 CAPTURE_UNJOINED = 904  # CUDA_ERROR_STREAM_CAPTURE_UNJOINED
+CAPTURE_ISOLATION = 905  # CUDA_ERROR_STREAM_CAPTURE_ISOLATION
 CAPTURE_IMPLICIT = 906  # CUDA_ERROR_STREAM_CAPTURE_IMPLICIT
 CAPTURED_EVENT = 907  # CUDA_ERROR_CAPTURED_EVENT
 # cuda.core's words when end_building() meets a capture that an earlier call invalidated
@@ -127,10 +128,23 @@ def core_stream(stream):
 
 def end_capture(builder) -> None:
     """End ``builder``'s capture if it is still on, whatever ended it early; the error an
-    invalidated capture gives at its end is expected and dropped. On a GPU, cuda.core
-    refuses even ``is_building`` once a call invalidated the capture ("Build process must
-    now be ended"), and the stream stays capturing until ``end_building()``: every later
-    allocation or synchronize in the process would then fail."""
+    invalidated capture gives at its end is expected and dropped.
+
+    Needed because cuda.core (1.2) cannot end a capture that a refused call invalidated:
+    its ``end_building()`` raises "Build process must now be ended" and leaves the streams
+    capturing, and then every ``cuda.synchronize()`` in the process is refused (measured
+    on an H200). This ends it with the driver's own ``cuStreamEndCapture`` on the
+    builder's stream, which ends the whole capture, split() branches included. The
+    simulator's stand-in behaves the same way."""
+    if builder is None or not hasattr(builder, "end_building"):
+        raise TypeError(f"end_capture takes a graph builder (streamlab.graph_builder()), "
+                        f"got {builder!r}")
+    if isinstance(builder, SimGraphBuilder):
+        c = builder._capture
+        if c.building:
+            c.stop()
+            c.ended = True
+        return
     try:
         building = builder.is_building
     except RuntimeError:
@@ -140,6 +154,17 @@ def end_capture(builder) -> None:
             builder.end_building()
         except Exception:  # noqa: BLE001, S110  (it fails as invalidated: expected)
             pass
+    from cuda.bindings import driver
+
+    from .streams import handle_of
+
+    handle = driver.CUstream(handle_of(builder.stream))
+    err, status = driver.cuStreamIsCapturing(handle)
+    if err == driver.CUresult.CUDA_SUCCESS and \
+            status != driver.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE:
+        _err, graph = driver.cuStreamEndCapture(handle)  # INVALIDATED: expected, no graph
+        if graph is not None and int(graph):
+            driver.cuGraphDestroy(graph)
 
 
 def is_capturing(stream) -> bool:
@@ -481,14 +506,24 @@ def sim_event_record(event, stream) -> bool:
 def sim_event_wait(event, stream) -> bool:
     """A wait on an event recorded in a capture: the waiting stream joins the capture
     after that point (the fork of a graph, or its join). True if it did."""
-    captured = getattr(event, "_streamlab_captured", None)
+    captured = getattr(event, "_streamlab_captured", False)  # False: never recorded
+    lane = sim_lane(stream)
+    if captured is None and lane is not None:
+        # measured on an H200: the wait is refused, and the capture invalidated
+        lane.capture.invalidate("a wait on an event recorded outside the capture")
+        raise _capture_error(
+            CAPTURE_ISOLATION, "CUDA_ERROR_STREAM_CAPTURE_ISOLATION",
+            "a capturing stream waits on an event recorded outside the capture (in a "
+            "stream that is not being captured, or before begin_building): a graph cannot "
+            "depend on work outside it. Fork that stream into the capture first, by "
+            "having it wait on an event recorded in the capturing stream. The capture is "
+            "now invalid.")
     if not captured or not captured[0].building:
         return False
     capture, tail = captured
-    lane = sim_lane(stream)
     if lane is not None and lane.capture is not capture:
         raise _capture_error(
-            CAPTURE_INVALIDATED, "CUDA_ERROR_STREAM_CAPTURE_ISOLATION",
+            CAPTURE_ISOLATION, "CUDA_ERROR_STREAM_CAPTURE_ISOLATION",
             "a stream waits on an event recorded in another graph's capture: one capture "
             "cannot depend on another. Capture the work into one graph.")
     if lane is None:
@@ -572,8 +607,8 @@ class _Capture:
         if self.invalid:
             raise _capture_error(
                 CAPTURE_INVALIDATED, "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED",
-                f"this capture was invalidated by {self.invalid}; end_building() and "
-                f"begin again without that call")
+                f"this capture was invalidated by {self.invalid}; end it with "
+                f"streamlab.end_capture(builder) and begin again without that call")
         node = _Node(len(self.nodes), kind, name, frozenset(lane.tail), lane, run)
         self.nodes.append(node)
         lane.tail = {node.index}
@@ -642,8 +677,8 @@ class SimGraphBuilder:
     @property
     def is_building(self) -> bool:
         """Is the capture on (between begin_building and end_building)? Once a refused
-        call invalidated it, cuda.core raises here instead (the builder must still be
-        ended with end_building()), and so does the stand-in."""
+        call invalidated it, cuda.core raises here instead (the capture is still on, and
+        only streamlab.end_capture ends it), and so does the stand-in."""
         if self._capture.building and self._capture.invalid:
             raise GraphError(f"{INVALIDATED_MESSAGE} (It was invalidated by "
                              f"{self._capture.invalid}.)")
@@ -680,13 +715,16 @@ class SimGraphBuilder:
         if not c.building:
             raise GraphError("end_building() without begin_building(): nothing is being "
                              "captured")
+        if c.invalid:  # as cuda.core: refused, and the streams stay capturing
+            raise GraphError(
+                f"{INVALIDATED_MESSAGE} (The capture was invalidated by {c.invalid}, so "
+                f"there is no graph. cuda.core cannot end it: its streams stay capturing, "
+                f"and every synchronize in the process is refused, until "
+                f"streamlab.end_capture(builder) ends it. Then build it again without "
+                f"that call.)")
         unjoined = c.unjoined(self._lane)
         c.stop()
         c.ended = True
-        if c.invalid:
-            raise GraphError(
-                f"{INVALIDATED_MESSAGE} (The capture was invalidated by {c.invalid}, so "
-                f"there is no graph. Build it again without that call.)")
         if unjoined:
             c.invalidate("a branch that was never joined")
             raise _capture_error(

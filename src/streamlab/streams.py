@@ -145,13 +145,15 @@ _seen: dict = {}  # handle -> StreamInfo, for streams asked about while capturin
 
 
 def _capturing(handle: int) -> bool:
-    """Whether the stream ``handle`` is being captured into a graph now (GPU)."""
+    """Whether the stream ``handle`` is being captured into a graph now, an invalidated
+    capture not yet ended included (GPU)."""
     from cuda.bindings import driver
 
     err, status = driver.cuStreamIsCapturing(driver.CUstream(handle))
     if err != driver.CUresult.CUDA_SUCCESS:
         return False  # the flags query below then reports what is wrong
-    return status == driver.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_ACTIVE
+    # INVALIDATED counts too: the stream is still capturing until the capture is ended
+    return status != driver.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE
 
 
 def _device_of(handle: int) -> int:

@@ -116,8 +116,13 @@ def capture_pipeline(builder, slots):
         slot.d_out.copy_to_host(slot.h_out, stream=p.stream)
     streamlab.join(*parts)
 ''', "follows no copy in"),
+    "the work issued to a stream of its own, not the branch's": (1, RIGHT_PART1.replace(
+        "    for p, slot in zip(parts, slots):\n",
+        "    for p, slot in zip(parts, slots):\n        own = cuda.stream()\n").replace(
+        "stream=p.stream", "stream=own").replace("THREADS, p]", "THREADS, own]"),
+        "no work at all"),
     "no fork: the streams are not in the capture": (2, RIGHT_PART2.replace(
-        "        fork.wait(s)\n", ""), "no work at all"),
+        "        fork.wait(s)\n", ""), "forked into the capture"),
     "no join": (2, RIGHT_PART2.replace("    for end in ends:\n        end.wait(origin)\n",
                                        ""), "never joined"),
     "join event recorded in the origin": (2, RIGHT_PART2.replace("end.record(s)",

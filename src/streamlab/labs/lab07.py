@@ -119,6 +119,11 @@ def _explain_capture_error(exc, label: str):
     for code, advice in (
             ("CAPTURE_UNJOINED", "a branch was never joined back: join every branch before "
                                  "the capture ends"),
+            ("CAPTURE_ISOLATION", "a capturing stream waited on an event recorded outside "
+                                  "the capture: each stream must first be forked into the "
+                                  "capture, by waiting on an event recorded in the origin "
+                                  "after the capture began; work on a stream that was never "
+                                  "forked runs at once and is not in the graph"),
             ("CAPTURE_UNSUPPORTED", "a call the capture cannot hold (a synchronize, or an "
                                     "allocation): inside a capture, only issue work to the "
                                     "capturing streams, with the slots' buffers"),
