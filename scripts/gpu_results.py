@@ -11,6 +11,7 @@ import datetime
 import json
 import os
 import platform
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -59,7 +60,8 @@ def notebook_sections(results):
             continue
         lines += ["", f"## {title}", "", intro]
         for path, r in sorted(group.items()):
-            state = "ran" if r["error"] is None else f"FAILED ({r['error']})"
+            error = re.sub(r"\x1b\[[0-9;]*m", "", r["error"] or "")  # no terminal colours
+            state = "ran" if r["error"] is None else f"FAILED ({error})"
             lines += ["", f"### [{Path(path).name}](../{path})", ""]
             runs = r.get("runs", [])
             if runs:

@@ -89,6 +89,7 @@ def run(path: Path, timeout: int) -> dict:
         client.execute()
     except CellExecutionError as exc:
         error = str(exc).splitlines()[-1] if str(exc) else repr(exc)
+        error = re.sub(r"\x1b\[[0-9;]*m", "", error)  # the traceback's colours
     seconds = round(time.perf_counter() - t0, 1)
     nbformat.write(nb, path)
     result = {"seconds": seconds, "error": error, "headline": []}

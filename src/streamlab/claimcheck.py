@@ -207,8 +207,13 @@ def claims(figures: dict, claims: dict | None = None, gpu_claims: dict | None = 
     else:
         print(report)
     if failed:
+        # each with the figures it read, so that a failed run's log says by how much
+        named = []
+        for text in failed:
+            line = next((ln for ln in lines if ln.startswith("  NO ") and f"{text}  [" in ln), "")
+            named.append(repr(text) + (f" [{line.split('  [', 1)[1]}" if "  [" in line else ""))
         raise ClaimFailed(f"{len(failed)} claim(s) of the text do not hold in this run: "
-                          + "; ".join(repr(t) for t in failed)
+                          + "; ".join(named)
                           + ". Rerun; if it still fails, the text (or the code) is wrong")
 
 
