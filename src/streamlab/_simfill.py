@@ -300,13 +300,21 @@ def _memory_calls() -> dict:
 
     from numba.cuda.simulator.cudadrv import devicearray as sim_da
 
+    # Device arrays start zeroed. A GPU's fresh memory holds whatever was there, and its
+    # arithmetic on garbage is silent; the simulator's kernels run as numpy scalars, which
+    # print a RuntimeWarning when garbage happens to be NaN or inf (at random, from run
+    # to run). A kernel that reads memory nobody wrote still reads wrong values: zeros.
     def device_array(*args, **kwargs):
         graphs.sim_refuse_allocation("cuda.device_array")
-        return sim_da.device_array(*args, **kwargs)
+        out = sim_da.device_array(*args, **kwargs)
+        out._ary.fill(0)
+        return out
 
     def device_array_like(ary, stream=0):
         graphs.sim_refuse_allocation("cuda.device_array_like")
-        return sim_da.device_array_like(ary, stream=stream)
+        out = sim_da.device_array_like(ary, stream=stream)
+        out._ary.fill(0)
+        return out
 
     return {
         "device_array": device_array,
