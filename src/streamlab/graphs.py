@@ -145,15 +145,11 @@ def end_capture(builder) -> None:
             c.stop()
             c.ended = True
         return
-    try:
-        building = builder.is_building
-    except RuntimeError:
-        building = True  # invalidated, and still to be ended
-    if building:
-        try:
+    try:  # a capture still active: cuda.core ends it (and knows it ended)
+        if builder.is_building:
             builder.end_building()
-        except Exception:  # noqa: BLE001, S110  (it fails as invalidated: expected)
-            pass
+    except Exception:  # noqa: BLE001, S110  (invalidated: cuda.core refuses; see below)
+        pass
     from cuda.bindings import driver
 
     from .streams import handle_of
