@@ -47,7 +47,8 @@ from .model import kernel_cost, now, predict, size  # noqa: E402
 from .plot import compare, plot  # noqa: E402
 from .profiler import Profile, ProfileError, profile  # noqa: E402
 from .spin import globaltimer, ms_to_ns, spin  # noqa: E402
-from .streams import StreamInfo, priority_range, stream, stream_info  # noqa: E402
+from .memory import as_array, memory_resource  # noqa: E402
+from .streams import StreamInfo, event, priority_range, stream, stream_info  # noqa: E402
 from .timeline import Timeline, TimelineError, TimelineNotReady  # noqa: E402
 from .trace import Metrics, Row, Span, Trace  # noqa: E402
 
@@ -63,6 +64,7 @@ __all__ = [
     "pick", "plot", "priority_range", "profile", "spin", "stream", "stream_done", "stream_info",
     "to_chrome_trace", "compare", "kernel_cost", "model", "now", "predict", "size",
     "core_stream", "end_capture", "graph_builder", "graph_shape", "join",
+    "event", "memory_resource", "as_array",
 ]
 
 from .labs import install_ipython_display as _install_ipython_display  # noqa: E402

@@ -72,6 +72,7 @@ class StreamRef:
     kind: str  # legacy default, per-thread default, blocking, non-blocking
     thread: str
     device: int = 0
+    priority: int = field(default=0, compare=False)  # lower runs first (stream_info)
 
     @classmethod
     def of(cls, stream) -> "StreamRef":
@@ -295,7 +296,7 @@ def _ref(stream) -> StreamRef:
     special = handle in (1, 2)
     info = stream_info(handle if special else stream)
     device = _device_id() if special else info.device
-    return StreamRef(handle, info.kind, threading.current_thread().name, device)
+    return StreamRef(handle, info.kind, threading.current_thread().name, device, info.priority)
 
 
 def is_pinned(ary) -> bool:

@@ -243,6 +243,47 @@ def stream(*, nonblocking: bool = False, priority: int | None = None):
     return nbdriver.Stream(handle, finalizer=nbdriver._stream_finalizer(ctx.deallocations, handle))
 
 
+_CU_EVENT_BLOCKING_SYNC = 1
+_CU_EVENT_DISABLE_TIMING = 2
+
+
+def event(*, timing: bool = True, blocking_sync: bool = False):
+    """A numba event that may use blocking synchronisation.
+
+    ``timing=False``: the event keeps no time (``elapsed_time`` refuses it), and its record
+    costs the host a little less (``cuda.event(timing=False)`` makes the same).
+    ``blocking_sync=True``: a host thread in ``event.synchronize()`` sleeps until the event
+    has happened, instead of spinning on a CPU core (CUDA's ``cudaEventBlockingSync``;
+    numba has no API for it). The wait takes as long either way; the CPU time differs.
+
+    It is an ordinary numba ``Event``: ``record(s)``, ``wait(s)``, ``synchronize()``,
+    ``elapsed_time``. On the simulator it is a simulated event that carries the same
+    attributes; nothing spins or sleeps there.
+
+    >>> import streamlab
+    >>> ev = streamlab.event(blocking_sync=True)
+    >>> ev.blocking_sync, ev.timing
+    (True, True)
+    """
+    for name, value in (("timing", timing), ("blocking_sync", blocking_sync)):
+        if not isinstance(value, bool):
+            raise TypeError(f"{name} must be True or False, got {value!r}")
+    if on_simulator():
+        ev = cuda.event(timing=timing)
+    else:
+        from cuda.bindings import driver as cu
+        from numba.cuda.cudadrv import driver as nbdriver
+
+        ctx = cuda.current_context()
+        flags = (_CU_EVENT_BLOCKING_SYNC if blocking_sync else 0) | \
+            (0 if timing else _CU_EVENT_DISABLE_TIMING)
+        err, handle = cu.cuEventCreate(flags)
+        _check(err, "cuEventCreate")
+        ev = nbdriver.Event(handle, finalizer=nbdriver._event_finalizer(ctx.deallocations, handle))
+    ev.timing, ev.blocking_sync = timing, blocking_sync
+    return ev
+
+
 def _check(err, what: str) -> None:
     from cuda.bindings import driver
 

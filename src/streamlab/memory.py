@@ -1,0 +1,120 @@
+"""Stream-ordered device memory for numba code: allocate and free *in a stream*.
+
+``cuda.device_array`` allocates at once, on the host's word (``cuMemAlloc``), and numba
+frees later, in batches. CUDA also allocates *in stream order* (``cuMemAllocAsync``,
+``cuMemFreeAsync``): the allocation is an operation in a stream, like a launch, and memory
+freed in one stream is reused by the next allocation there without a trip to the driver.
+numba-cuda 0.30 has no API for it; cuda.core has (``Device().memory_resource``, a memory
+pool), and its buffers become numba arrays through the CUDA array interface.
+
+>>> import numpy as np
+>>> import streamlab
+>>> from numba import cuda
+>>> s = cuda.stream()
+>>> mr = streamlab.memory_resource()
+>>> buf = mr.allocate(4 * 1024, stream=streamlab.core_stream(s))   # in stream s
+>>> a = streamlab.as_array(buf, 1024, np.float32)                   # a numba device array
+>>> a.copy_to_device(np.ones(1024, np.float32), stream=s)
+>>> buf.close(streamlab.core_stream(s))                             # freed in stream s
+>>> s.synchronize()
+
+On the simulator, cuda.core cannot run (it needs the driver): ``memory_resource()`` gives a
+stand-in with the same calls, whose buffers are simulator arrays.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import cuda
+
+from ._device import on_simulator
+
+
+def memory_resource(device: int | None = None):
+    """The stream-ordered memory pool of ``device`` (default: numba's current GPU):
+    cuda.core's ``DeviceMemoryResource``, whose ``allocate(nbytes, stream=...)`` gives a
+    ``Buffer`` and whose buffers' ``close(stream)`` frees them, both in stream order.
+    Streams go in as :func:`streamlab.core_stream` gives them. On the simulator, a stand-in
+    with the same two calls."""
+    if device is not None and (isinstance(device, bool) or not isinstance(device, int)):
+        raise TypeError(f"device is a GPU's number (0, 1, ...) or None, got {device!r}")
+    if on_simulator():
+        if device not in (None, 0):
+            raise ValueError(f"the simulator has one GPU, number 0; got device={device}")
+        return SimMemoryResource()
+    from cuda.core import Device
+
+    dev = Device(cuda.get_current_device().id if device is None else device)
+    dev.set_current()
+    return dev.memory_resource
+
+
+def as_array(buffer, shape, dtype):
+    """A numba device array over ``buffer`` (from ``memory_resource().allocate``), of
+    ``shape`` and ``dtype``. The array keeps the buffer alive, but not valid: once the
+    buffer is closed, the array points at freed memory (as a C pointer would)."""
+    dtype = np.dtype(dtype)
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(n) for n in shape)
+    if any(n < 0 for n in shape):
+        raise ValueError(f"an array's shape has no negative sizes, got {shape}")
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    size = getattr(buffer, "size", None)
+    if size is None or not hasattr(buffer, "close"):
+        raise TypeError(f"as_array takes a buffer from memory_resource().allocate(...), "
+                        f"got {type(buffer).__name__}")
+    if nbytes > size:
+        raise ValueError(f"{shape} of {dtype} needs {nbytes} bytes; the buffer has {size}: "
+                         f"allocate at least {nbytes}")
+    if isinstance(buffer, SimBuffer):
+        return buffer.array(shape, dtype)
+    desc = {"shape": shape, "typestr": dtype.str, "data": (int(buffer.handle), False),
+            "version": 3, "strides": None}
+    return cuda.from_cuda_array_interface(desc, owner=buffer, sync=False)
+
+
+class SimMemoryResource:
+    """cuda.core's DeviceMemoryResource, on the simulator: ``allocate`` and the buffers'
+    ``close`` take a stream and return at once, as on a GPU."""
+
+    def allocate(self, size: int, *, stream) -> "SimBuffer":
+        """A buffer of ``size`` bytes, allocated in ``stream`` (from core_stream)."""
+        if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0:
+            raise ValueError(f"allocate takes a number of bytes (0 or more), got {size!r}")
+        _stream_of(stream, "allocate")
+        return SimBuffer(int(size))
+
+    def __repr__(self):
+        return "<DeviceMemoryResource (simulator stand-in)>"
+
+
+class SimBuffer:
+    """cuda.core's Buffer, on the simulator."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self.closed = False
+        self._arrays: list = []
+
+    def array(self, shape, dtype):
+        """A simulator device array standing for the buffer's memory (see as_array)."""
+        if self.closed:
+            raise RuntimeError("this buffer was closed (freed): allocate a new one")
+        a = cuda.device_array(shape, dtype)
+        self._arrays.append(a)
+        return a
+
+    def close(self, stream=None) -> None:
+        """Free the buffer in ``stream``'s order (None: the stream it was allocated in)."""
+        if stream is not None:
+            _stream_of(stream, "close")
+        self.closed = True
+
+    def __repr__(self):
+        return f"<Buffer of {self.size} bytes (simulator stand-in)>"
+
+
+def _stream_of(stream, call: str):
+    if stream is None or not hasattr(stream, "__cuda_stream__"):
+        raise TypeError(f"{call} takes stream=streamlab.core_stream(s) for a numba stream s, "
+                        f"got {stream!r}")
+    return stream
