@@ -90,13 +90,21 @@ def stdout(cell):
                    if o.get("output_type") == "stream" and o.get("name") == "stdout")
 
 
-def cases(attribute):
-    for lab in LABS:
+def cases(attribute, labs=None):
+    """The answers of ``attribute`` (WRONG or RIGHT) of ``labs`` (default: every lab)."""
+    for lab in LABS if labs is None else labs:
         mod = importlib.import_module(f"wrong_solutions.{lab}")
         for name, case in getattr(mod, attribute).items():
             if attribute == "WRONG" and len(case) == 4:
                 case = (*case, ())  # no later part builds on this one
             yield pytest.param(lab, *case, id=f"{lab}: {name}")
+
+
+# test_lab_answers.py takes the first half of the labs' wrong answers and
+# test_lab_answers_later.py the rest: pytest-xdist gives each file to one worker, and one
+# file of every lab's answers kept a worker busy for minutes while the other sat idle
+FIRST_HALF = LABS[: len(LABS) // 2]
+SECOND_HALF = LABS[len(LABS) // 2:]
 
 
 def setup_code(lab):

@@ -7,7 +7,8 @@ of each per lab also through the grader's fresh process.
 import importlib
 
 import pytest
-from labtools import LABS, cases, cells_of, filled, grade_id, meta, notebook, setup_code
+from labtools import FIRST_HALF, LABS, cases, cells_of, filled, grade_id, meta, notebook, \
+    setup_code
 
 from streamlab.check import CheckFailed
 from streamlab.grading import plan, run_part
@@ -39,9 +40,15 @@ def test_enough_wrong_and_right_answers_for_every_lab():
         assert len(mod.WRONG) >= 8 and len(mod.RIGHT) >= 2, lab
 
 
-@pytest.mark.parametrize("lab, target, code, check_id, phrase, also", list(cases("WRONG")))
+@pytest.mark.parametrize("lab, target, code, check_id, phrase, also",
+                         list(cases("WRONG", FIRST_HALF)))
 def test_a_wrong_answer_fails_its_part_with_useful_feedback(lab, target, code, check_id,
                                                            phrase, also):
+    """(The other labs' wrong answers: test_lab_answers_later.py.)"""
+    wrong_answer_fails(lab, target, code, check_id, phrase, also)
+
+
+def wrong_answer_fails(lab, target, code, check_id, phrase, also):
     answers = cells_of(lab, "solution")
     answers[target] = code.strip("\n")
     results = run_in_process(lab, answers)

@@ -1,0 +1,214 @@
+"""Lab 08 · Priorities and issue order: its kernels, sizes and checks.
+
+``from streamlab.labs.lab08 import *`` in the lab's setup cell; each graded cell calls
+one check. See :mod:`streamlab.labs` for what every check shares.
+
+On a GPU the kernels stamp the GPU's own clock (``%globaltimer``): the background keeps
+the time its last block ended, the urgent kernel the time it started. That is how part 1's
+check sees whether the urgent kernel jumped the queue, without an event in any stream.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from numba import cuda
+
+import streamlab
+
+from .. import check
+from ..ops import record_ops
+from ..order import analyze
+from ..streams import priority_range
+from . import no_races, part
+from .lab01 import order_culprits
+
+__all__ = ["warm_up", "BLOCKS", "THREADS", "BLOCK_NS", "STEP_NS", "N_STREAMS", "X_SIZE",
+           "background", "urgent", "step_a", "step_b", "check_part1", "check_part2"]
+
+_GPU = not streamlab.on_simulator()
+_SMS = cuda.get_current_device().MULTIPROCESSOR_COUNT if _GPU else 1
+BLOCKS = streamlab.pick(gpu=2 * _SMS * 10, sim=2)   # ten waves of blocks on a GPU
+THREADS = streamlab.pick(gpu=1024, sim=1)
+BLOCK_NS = streamlab.pick(gpu=200_000, sim=20_000)  # each background block: 0.2 ms
+STEP_NS = streamlab.pick(gpu=20_000_000, sim=20_000)  # each step kernel: 20 ms
+N_STREAMS = 32                                       # part 2, as in simpleHyperQ
+X_SIZE = 8                                           # elements per stream in part 2
+
+if _GPU:
+    from ..spin import globaltimer
+
+    @cuda.jit(device=True)
+    def _clock():
+        return globaltimer()
+
+    @cuda.jit(device=True)
+    def _busy(ns):
+        start = globaltimer()
+        while globaltimer() - start < ns:
+            pass
+else:
+    @cuda.jit(device=True)
+    def _clock():
+        return 1  # the simulator has no GPU clock: the stamps only say "it ran"
+
+    @cuda.jit(device=True)
+    def _busy(ns):
+        cuda.nanosleep(ns)
+
+
+@cuda.jit
+def background(ns, last_end):
+    """Keep every thread busy for ``ns`` ns; ``last_end[0]``: when the last block ended
+    (the GPU's clock in ns)."""
+    _busy(ns)
+    if cuda.threadIdx.x == 0:
+        cuda.atomic.max(last_end, 0, _clock())
+
+
+@cuda.jit
+def urgent(out, started):
+    """The latency-sensitive kernel: ``out[i] = 2 i``; ``started[0]``: when it began."""
+    i = cuda.grid(1)
+    if i == 0:
+        started[0] = _clock()
+    if i < out.size:
+        out[i] = 2.0 * i
+
+
+@cuda.jit
+def step_a(x, ns):
+    """Step A of a stream's work (one thread): a while of work, then ``x += 1``."""
+    _busy(ns)
+    for i in range(x.size):
+        x[i] += 1.0
+
+
+@cuda.jit
+def step_b(x, ns):
+    """Step B needs step A's result (one thread): a while of work, then ``x *= 2``."""
+    _busy(ns)
+    for i in range(x.size):
+        x[i] *= 2.0
+
+
+def warm_up() -> None:
+    """Compile this lab's kernels once, before any timing, and quiet numba's warning about
+    small grids (the lab uses them on purpose)."""
+    import warnings
+
+    from numba.cuda.core.errors import NumbaPerformanceWarning
+
+    warnings.simplefilter("ignore", NumbaPerformanceWarning)
+    stamp = cuda.to_device(np.zeros(1, np.uint64))
+    background[1, 1](0, stamp)
+    urgent[1, 32](cuda.device_array(32, np.float32), stamp)
+    x = cuda.to_device(np.zeros(X_SIZE, np.float32))
+    step_a[1, 1](x, 0)
+    step_b[1, 1](x, 0)
+    cuda.synchronize()
+
+
+def _stream_text(op) -> str:
+    return f"{op.stream.kind} stream of priority {op.stream.priority}"
+
+
+def check_part1(launch_urgent, *, kernels=4, seed=None):
+    """Background on the lowest priority, the urgent kernel last, on the highest; on a GPU
+    the urgent kernel starts well before the background ends."""
+    with part(1, launch_urgent):
+        least, greatest = priority_range()
+        rng = np.random.default_rng(seed)
+        size = int(rng.integers(16, 33))   # one block of 32 threads covers it
+        last_end = cuda.to_device(np.zeros(1, np.uint64))
+        started = cuda.to_device(np.zeros(1, np.uint64))
+        out = cuda.to_device(np.full(size, -1.0, np.float32))
+        cuda.synchronize()
+        with record_ops() as ops:
+            launch_urgent(BLOCK_NS, last_end, out, started)
+        check.no_host_sync(ops, "launch_urgent")
+        bg, ur = ops.launches("background"), ops.launches("urgent")
+        if len(bg) != kernels or len(ur) != 1:
+            check.fail(f"{len(bg)} background launches and {len(ur)} urgent ones: launch "
+                       f"`background[BLOCKS, THREADS, s](work_ns, last_end)` {kernels} times, "
+                       f"then `urgent[1, 32, u](out, started)` once")
+        ur = ur[0]
+        for k, op in enumerate(bg):
+            if op.stream.priority != least:
+                check.fail(f"background kernel {k} is on a {_stream_text(op)}: background "
+                           f"work belongs on the lowest priority, {least} (the default of "
+                           f"streamlab.stream(); lower numbers run first)")
+        if ur.stream.priority != greatest:
+            check.fail(f"the urgent kernel is on a {_stream_text(ur)}: give it the highest "
+                       f"priority, {greatest}. Lower numbers run first; "
+                       f"streamlab.priority_range() gives (lowest, highest) = "
+                       f"({least}, {greatest})")
+        if ur.uid < max(op.uid for op in bg):
+            check.fail("the urgent kernel was issued before the background: issue it last, "
+                       "as work that arrives while the background runs")
+        order = analyze(ops)
+        for k, op in enumerate(bg):
+            if order.ordered(op, ur):
+                why = next(order_culprits(order, op, ur), None)
+                check.fail(f"the urgent kernel must wait for background kernel {k}"
+                           f"{': ' + why if why else ''}. Priority cannot help a kernel that "
+                           f"waits for the background")
+        no_races(ops, order)
+        cuda.synchronize()
+        check.equal(out.copy_to_host(), 2.0 * np.arange(size, dtype=np.float32), "out")
+        if streamlab.on_simulator():
+            print("timing not checked on the simulator (it has no priorities)")
+            return
+        ahead_ms = (int(last_end.copy_to_host()[0]) - int(started.copy_to_host()[0])) / 1e6
+        total_ms = kernels * (BLOCKS // (2 * _SMS)) * BLOCK_NS / 1e6
+        if ahead_ms < total_ms / 4:
+            check.fail(f"the urgent kernel started only {ahead_ms:.2f} ms before the "
+                       f"background ended ({total_ms:.0f} ms of it): it waited behind the "
+                       f"background. Check its stream's priority")
+        print(f"the urgent kernel started {ahead_ms:.2f} ms before the background "
+              f"({total_ms:.0f} ms) ended")
+
+
+def check_part2(issue_breadth_first, *, count=N_STREAMS, seed=None):
+    """Every step_a before any step_b, each stream's B after its A in that stream; on a
+    GPU, the 2 x count kernels take well under depth-first's time."""
+    with part(2, issue_breadth_first):
+        rng = np.random.default_rng(seed)
+        streams = [cuda.stream() for _ in range(count)]
+        start = [rng.integers(0, 100, X_SIZE).astype(np.float32) for _ in range(count)]
+        xs = [cuda.to_device(h) for h in start]
+        cuda.synchronize()
+        with check.time_per_stream(streams) as timing, record_ops() as ops:
+            t0 = time.perf_counter()
+            issue_breadth_first(streams, xs, STEP_NS)
+            issue_ms = (time.perf_counter() - t0) * 1000
+        check.no_host_sync(ops, "issue_breadth_first")
+        check.one_launch_per_stream(ops, "step_a", streams)
+        check.one_launch_per_stream(ops, "step_b", streams)
+        a, b = ops.launches("step_a"), ops.launches("step_b")
+        first_b = min(b, key=lambda op: op.uid)
+        late_a = [op for op in a if op.uid > first_b.uid]
+        if late_a:
+            check.fail(f"a step_b was issued before {len(late_a)} step_a launch(es): that is "
+                       f"depth-first (A0 B0 A1 B1 ...), where each B blocks a hardware queue "
+                       f"until its A ends. Issue every step_a first, then every step_b")
+        no_races(ops, names={f"streams[{i}]": s for i, s in enumerate(streams)})
+        cuda.synchronize()
+        for i, (x, h) in enumerate(zip(xs, start)):
+            check.equal(x.copy_to_host(), (h + 1) * 2, f"stream {i}'s x")
+        if streamlab.on_simulator():
+            print("timing not checked on the simulator (its model has no hardware queues)")
+            return
+        took = timing[0].metrics().makespan_ms
+        step_ms = STEP_NS / 1e6
+        # breadth-first: the A's together, then the B's (2 steps), after the host's issue
+        # time; depth-first on 8 queues: a queue's streams one after another (5 steps at 32)
+        allowed = 3 * step_ms + issue_ms
+        if took > allowed:
+            check.fail(f"{2 * count} kernels of {step_ms:.0f} ms took {took:.1f} ms: more than "
+                       f"{allowed:.1f} ms (three kernels' time, plus the {issue_ms:.1f} ms your "
+                       f"code took to issue them). Breadth-first, the A's run together, then "
+                       f"the B's")
+        print(f"{2 * count} kernels of {step_ms:.0f} ms on {count} streams took {took:.1f} ms "
+              f"(issued in {issue_ms:.1f} ms; the check allows {allowed:.1f} ms)")
