@@ -1,157 +1,97 @@
-"""Wrong solutions to lab 08 that its checks must reject, each with the feedback expected,
-and right answers in other words that they must pass.
+"""Wrong solutions to lab 08 that its checks must reject, and right answers in other
+words (see lab01's file for the format). Each wrong one is one change to a right answer,
+made with str.replace so that the change is what a reader sees; the parts are numbered
+here and turned into the format at the end."""
 
-Each entry: name -> (the graded function's grade_id, the code, the check cell, [a phrase
-its message must contain]).
-"""
-
-WRONG = {
-    "urgent at priority 0, read as the highest": ("launch_urgent", '''
-def launch_urgent(work_ns, last_end, out, started):
-    low = streamlab.stream(priority=-5)
-    high = streamlab.stream(priority=0)
-    for _ in range(4):
-        background[BLOCKS, THREADS, low](work_ns, last_end)
-    urgent[1, 32, high](out, started)
-''', "check_part1", "belongs on the lowest priority"),
-
-    "urgent on a plain numba stream": ("launch_urgent", '''
-def launch_urgent(work_ns, last_end, out, started):
-    low = cuda.stream()
-    high = cuda.stream()
-    for _ in range(4):
-        background[BLOCKS, THREADS, low](work_ns, last_end)
-    urgent[1, 32, high](out, started)
-''', "check_part1", "give it the highest priority"),
-
-    "urgent in the background's stream": ("launch_urgent", '''
-def launch_urgent(work_ns, last_end, out, started):
-    s = streamlab.stream(priority=streamlab.priority_range()[0])
-    for _ in range(4):
-        background[BLOCKS, THREADS, s](work_ns, last_end)
-    urgent[1, 32, s](out, started)
-''', "check_part1", "give it the highest priority"),
-
-    "both streams at the highest priority": ("launch_urgent", '''
-def launch_urgent(work_ns, last_end, out, started):
-    greatest = streamlab.priority_range()[1]
-    low, high = streamlab.stream(priority=greatest), streamlab.stream(priority=greatest)
-    for _ in range(4):
-        background[BLOCKS, THREADS, low](work_ns, last_end)
-    urgent[1, 32, high](out, started)
-''', "check_part1", "belongs on the lowest priority"),
-
-    "urgent issued first": ("launch_urgent", '''
+RIGHT_PART1 = '''
 def launch_urgent(work_ns, last_end, out, started):
     least, greatest = streamlab.priority_range()
-    low, high = streamlab.stream(priority=least), streamlab.stream(priority=greatest)
-    urgent[1, 32, high](out, started)
+    low = streamlab.stream(priority=least)
+    high = streamlab.stream(priority=greatest)
     for _ in range(4):
         background[BLOCKS, THREADS, low](work_ns, last_end)
-''', "check_part1", "issued before the background"),
-
-    "the host waits for the background first": ("launch_urgent", '''
-def launch_urgent(work_ns, last_end, out, started):
-    least, greatest = streamlab.priority_range()
-    low, high = streamlab.stream(priority=least), streamlab.stream(priority=greatest)
-    for _ in range(4):
-        background[BLOCKS, THREADS, low](work_ns, last_end)
-    low.synchronize()
     urgent[1, 32, high](out, started)
-''', "check_part1", "you synchronized the host"),
+'''
 
-    "background on the legacy default stream": ("launch_urgent", '''
-def launch_urgent(work_ns, last_end, out, started):
-    high = streamlab.stream(priority=streamlab.priority_range()[1])
-    for _ in range(4):
-        background[BLOCKS, THREADS](work_ns, last_end)
-    urgent[1, 32, high](out, started)
-''', "check_part1", "must wait for background kernel"),
-
-    "urgent made to wait for the background by an event": ("launch_urgent", '''
-def launch_urgent(work_ns, last_end, out, started):
-    least, greatest = streamlab.priority_range()
-    low, high = streamlab.stream(priority=least), streamlab.stream(priority=greatest)
-    for _ in range(4):
-        background[BLOCKS, THREADS, low](work_ns, last_end)
-    done = cuda.event()
-    done.record(low)
-    done.wait(high)
-    urgent[1, 32, high](out, started)
-''', "check_part1", "must wait for background kernel"),
-
-    "depth-first": ("issue_breadth_first", '''
+RIGHT_PART2 = '''
 def issue_breadth_first(streams, xs, step_ns):
     for s, x in zip(streams, xs):
         step_a[1, 1, s](x, step_ns)
-        step_b[1, 1, s](x, step_ns)
-''', "check_part2", "depth-first"),
-
-    "each B in the next stream": ("issue_breadth_first", '''
-def issue_breadth_first(streams, xs, step_ns):
-    for s, x in zip(streams, xs):
-        step_a[1, 1, s](x, step_ns)
-    for i, x in enumerate(xs):
-        step_b[1, 1, streams[(i + 1) % len(streams)]](x, step_ns)
-''', "check_part2", "in streams[1]"),
-
-    "the host waits between the A's and the B's": ("issue_breadth_first", '''
-def issue_breadth_first(streams, xs, step_ns):
-    for s, x in zip(streams, xs):
-        step_a[1, 1, s](x, step_ns)
-    cuda.synchronize()
     for s, x in zip(streams, xs):
         step_b[1, 1, s](x, step_ns)
-''', "check_part2", "you synchronized the host"),
+'''
 
-    "everything in the first stream": ("issue_breadth_first", '''
-def issue_breadth_first(streams, xs, step_ns):
-    for x in xs:
-        step_a[1, 1, streams[0]](x, step_ns)
-    for x in xs:
-        step_b[1, 1, streams[0]](x, step_ns)
-''', "check_part2", "stream 0 got"),
+_BACKGROUND = "    for _ in range(4):\n        background[BLOCKS, THREADS, low](work_ns, last_end)\n"
+_URGENT = "    urgent[1, 32, high](out, started)\n"
 
-    "B before A": ("issue_breadth_first", '''
-def issue_breadth_first(streams, xs, step_ns):
-    for s, x in zip(streams, xs):
-        step_b[1, 1, s](x, step_ns)
-    for s, x in zip(streams, xs):
-        step_a[1, 1, s](x, step_ns)
-''', "check_part2", "depth-first"),
+_WRONG = {
+    "urgent at priority 0, read as the highest": (1, RIGHT_PART1.replace(
+        "least, greatest = streamlab.priority_range()", "greatest, least = streamlab.priority_range()"),
+        "belongs on the lowest priority"),
+    "urgent on a plain numba stream": (1, RIGHT_PART1.replace(
+        "high = streamlab.stream(priority=greatest)", "high = cuda.stream()"),
+        "give it the highest priority"),
+    "urgent in the background's stream": (1, RIGHT_PART1.replace(
+        "urgent[1, 32, high]", "urgent[1, 32, low]"), "give it the highest priority"),
+    "both streams at the highest priority": (1, RIGHT_PART1.replace(
+        "low = streamlab.stream(priority=least)", "low = streamlab.stream(priority=greatest)"),
+        "belongs on the lowest priority"),
+    "urgent issued first": (1, RIGHT_PART1.replace(_BACKGROUND + _URGENT, _URGENT + _BACKGROUND),
+                            "issued before the background"),
+    "the host waits for the background first": (1, RIGHT_PART1.replace(
+        _URGENT, "    low.synchronize()\n" + _URGENT), "you synchronized the host"),
+    "background on the legacy default stream": (1, RIGHT_PART1.replace(
+        "background[BLOCKS, THREADS, low]", "background[BLOCKS, THREADS]"),
+        "must wait for background kernel"),
+    "urgent made to wait for the background by an event": (1, RIGHT_PART1.replace(
+        _URGENT, "    done = cuda.event()\n    done.record(low)\n    done.wait(high)\n" + _URGENT),
+        "must wait for background kernel"),
+    "depth-first": (2, RIGHT_PART2.replace(
+        "        step_a[1, 1, s](x, step_ns)\n    for s, x in zip(streams, xs):\n",
+        "        step_a[1, 1, s](x, step_ns)\n"), "depth-first"),
+    "each B in the next stream": (2, RIGHT_PART2.replace(
+        "    for s, x in zip(streams, xs):\n        step_b[1, 1, s]",
+        "    for s, x in zip(streams[1:] + streams[:1], xs):\n        step_b[1, 1, s]"),
+        "in streams[1]"),
+    "the host waits between the A's and the B's": (2, RIGHT_PART2.replace(
+        "    for s, x in zip(streams, xs):\n        step_b",
+        "    cuda.synchronize()\n    for s, x in zip(streams, xs):\n        step_b"),
+        "you synchronized the host"),
+    "everything in the first stream": (2, RIGHT_PART2.replace("[1, 1, s]", "[1, 1, streams[0]]"),
+                                       "stream 0 got"),
+    "B before A": (2, RIGHT_PART2.replace("step_a", "STEP").replace("step_b", "step_a")
+                   .replace("STEP", "step_b"), "depth-first"),
 }
 
-RIGHT = {
-    "the priorities typed in, non-blocking streams": ("launch_urgent", '''
-def launch_urgent(work_ns, last_end, out, started):
-    low = streamlab.stream(nonblocking=True)            # the default: the lowest priority
-    high = streamlab.stream(nonblocking=True, priority=streamlab.priority_range()[1])
-    for _ in range(4):
-        background[BLOCKS, THREADS, low](work_ns, last_end)
-    urgent[1, 32, high](out, started)
-''', "check_part1"),
-
-    "each background kernel on a low stream of its own": ("launch_urgent", '''
+_RIGHT = {
+    "the priorities typed in, non-blocking streams": (1, RIGHT_PART1.replace(
+        "low = streamlab.stream(priority=least)",
+        "low = streamlab.stream(nonblocking=True)      # the default: the lowest priority").replace(
+        "high = streamlab.stream(priority=greatest)",
+        "high = streamlab.stream(nonblocking=True, priority=-5)")),
+    "each background kernel on a low stream of its own": (1, '''
 def launch_urgent(work_ns, last_end, out, started):
     least, greatest = streamlab.priority_range()
     for _ in range(4):
         background[BLOCKS, THREADS, streamlab.stream(priority=least)](work_ns, last_end)
     urgent[1, 32, streamlab.stream(priority=greatest)](out, started)
-''', "check_part1"),
-
-    "breadth-first, the B's in reverse order": ("issue_breadth_first", '''
-def issue_breadth_first(streams, xs, step_ns):
-    pairs = list(zip(streams, xs))
-    for s, x in pairs:
-        step_a[1, 1, s](x, step_ns)
-    for s, x in reversed(pairs):
-        step_b[1, 1, s](x, step_ns)
-''', "check_part2"),
-
-    "breadth-first by index": ("issue_breadth_first", '''
+'''),
+    "breadth-first, the B's in reverse order": (2, RIGHT_PART2.replace(
+        "    for s, x in zip(streams, xs):\n        step_b",
+        "    for s, x in reversed(list(zip(streams, xs))):\n        step_b")),
+    "breadth-first by index": (2, '''
 def issue_breadth_first(streams, xs, step_ns):
     for step in (step_a, step_b):
         for i in range(len(streams)):
             step[1, 1, streams[i]](xs[i], step_ns)
-''', "check_part2"),
+'''),
 }
+
+_CELL = {1: "launch_urgent", 2: "issue_breadth_first"}
+WRONG = {name: (_CELL[n], code, f"check_part{n}", phrase)
+         for name, (n, code, phrase) in _WRONG.items()}
+# Right answers in other words: each must pass its part (and every other part).
+RIGHT = {name: (_CELL[n], code, f"check_part{n}") for name, (n, code) in _RIGHT.items()}
+
+for _name, (_cell, _code, *_rest) in {**WRONG, **RIGHT}.items():   # every replace took
+    assert _code not in (RIGHT_PART1, RIGHT_PART2), f"{_name}: the change did not apply"
