@@ -20,6 +20,7 @@ def test_a_pool_buffer_is_a_numba_array_allocated_and_freed_in_a_stream():
     assert np.array_equal(a.copy_to_host(stream=s), np.arange(1000, dtype=np.float32))
     two_d = streamlab.as_array(buf, (10, 100), np.float32)
     assert two_d.shape == (10, 100)
+    assert two_d.copy_to_host(stream=s)[1, 2] == 102.0   # views of one buffer share it
     buf.close(streamlab.core_stream(s))
     s.synchronize()
 

@@ -88,20 +88,20 @@ class SimMemoryResource:
 
 
 class SimBuffer:
-    """cuda.core's Buffer, on the simulator."""
+    """cuda.core's Buffer, on the simulator: ``size`` bytes of simulator device memory, of
+    which every :func:`as_array` is a view (two views of one buffer share it, as on a GPU)."""
 
     def __init__(self, size: int):
         self.size = size
         self.closed = False
-        self._arrays: list = []
+        self._bytes = cuda.device_array(size, np.uint8)
 
     def array(self, shape, dtype):
-        """A simulator device array standing for the buffer's memory (see as_array)."""
+        """A view of the buffer's first bytes as an array of ``shape`` and ``dtype``."""
         if self.closed:
             raise RuntimeError("this buffer was closed (freed): allocate a new one")
-        a = cuda.device_array(shape, dtype)
-        self._arrays.append(a)
-        return a
+        nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        return self._bytes[:nbytes].view(dtype).reshape(shape)
 
     def close(self, stream=None) -> None:
         """Free the buffer in ``stream``'s order (None: the stream it was allocated in)."""
