@@ -32,27 +32,32 @@ class NotDoneYet(CheckFailed):
 
 
 @contextlib.contextmanager
-def part(number: int, *functions):
-    """Run a part's check: ``Part N: passed``, ``Part N: not done yet``, or CheckFailed."""
+def part(number: int, *functions, what: str = "Part"):
+    """Run a part's check: ``Part N: passed``, ``Part N: not done yet``, or CheckFailed.
+
+    ``what`` names the unit: the lessons' exercises say ``Exercise N``."""
+    label = f"{what} {number}"
+    checker = f"check_{what.lower()}{number}"
     for fn in functions:
         if not callable(fn):
-            fail(f"Part {number}: pass your function itself, e.g. check_part{number}(my_function), "
+            fail(f"{label}: pass your function itself, e.g. {checker}(my_function), "
                  f"not {type(fn).__name__} {fn!r}")
     try:
         with checked_here():  # the check judges the races itself
             yield
     except NotImplementedError as exc:
-        text = (f"Part {number}: not done yet: write your code in the cell above, in place "
+        where = "the cell above" if what == "Part" else "this cell"
+        text = (f"{label}: not done yet: write your code in {where}, in place "
                 f"of the `raise NotImplementedError` line")
         if GRADING:
             raise NotDoneYet(text) from exc
         print(text)
         return
     except CheckFailed as exc:
-        if not str(exc).startswith(f"Part {number}"):
-            exc.args = (f"Part {number}: {exc}",) + exc.args[1:]
+        if not str(exc).startswith(label):
+            exc.args = (f"{label}: {exc}",) + exc.args[1:]
         raise
-    print(f"Part {number}: passed")
+    print(f"{label}: passed")
 
 
 def learner_races(order: Order):

@@ -1,0 +1,72 @@
+"""Lesson 00's exercises: time a kernel with two events; put the stream in the launch."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import cuda
+
+import streamlab
+
+from .. import check
+from ..labs import no_races
+from ..ops import StreamRef, internal, record_ops
+from ..order import analyze
+from . import BUSY_NS, THREADS, add_one, blocks_for, exercise, fresh
+
+__all__ = ["add_one", "blocks_for", "THREADS", "SPIN_NS", "check_exercise1", "check_exercise2"]
+
+SPIN_MS = 2.0
+SPIN_NS = streamlab.ms_to_ns(SPIN_MS)  # what exercise 2 times: streamlab.spin for 2 ms
+
+
+def check_exercise2(launch_on, *, seed=None):
+    """``launch_on(stream, d_x)`` launches add_one over d_x in ``stream`` and returns
+    without waiting for it."""
+    with exercise(2, launch_on):
+        h, d_x = fresh(seed)
+        s = cuda.stream()
+        with record_ops() as ops:
+            with internal():
+                streamlab.spin[1, 1, s](BUSY_NS)  # the stream is busy: a wait would show
+            launch_on(s, d_x)
+        check.one_launch_per_stream(ops, "add_one", [s])
+        check.no_host_sync(ops, "launch_on")
+        no_races(ops)
+        s.synchronize()
+        check.equal(d_x.copy_to_host(), h + 1, "d_x after launch_on")
+
+
+def check_exercise1(time_on):
+    """``time_on(stream)`` times ``streamlab.spin[1, 1, stream](SPIN_NS)`` with an event
+    recorded before it and one after it in ``stream``, and returns the milliseconds."""
+    with exercise(1, time_on):
+        s = cuda.stream()
+        with internal():
+            streamlab.spin[1, 1, s](1)  # compiled before the timing (the check's own)
+            s.synchronize()
+        with record_ops() as ops:
+            ms = time_on(s)
+        spins = ops.launches("spin")
+        if len(spins) != 1 or spins[0].stream.key() != StreamRef.of(s).key():
+            check.fail(f"launch streamlab.spin[1, 1, stream](SPIN_NS) once, in the stream "
+                       f"you are given (it was launched {len(spins)} time(s)"
+                       f"{', elsewhere' if spins else ''})")
+        mine = [op for op in ops.records() if op.stream.key() == spins[0].stream.key()]
+        before = [op for op in mine if op.index < spins[0].index]
+        after = [op for op in mine if op.index > spins[0].index]
+        if not before or not after:
+            missing = ("no event was recorded in that stream" if not mine else
+                       f"no event was recorded {'before' if not before else 'after'} the launch")
+            check.fail(f"record one event in the stream before the launch and one after it "
+                       f"(start.record(stream), the launch, end.record(stream)): {missing}")
+        order = analyze(ops)
+        if not order.host_after(after[-1]):
+            check.fail("the time was read before the end event had happened: call "
+                       "end.synchronize() first, then start.elapsed_time(end)")
+        if not isinstance(ms, (float, int, np.floating)) or isinstance(ms, bool):
+            check.fail(f"time_on returned {type(ms).__name__} {ms!r}: return "
+                       f"start.elapsed_time(end), the milliseconds between the events")
+        if not 0.9 * SPIN_MS <= ms <= SPIN_MS + 1.0:
+            check.fail(f"time_on returned {ms:.3f} ms for a {SPIN_MS} ms kernel: are the "
+                       f"events right around the launch, in its stream?")
+        print(f"the {SPIN_MS} ms kernel measured {ms:.3f} ms")

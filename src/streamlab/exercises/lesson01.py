@@ -1,0 +1,102 @@
+"""Lesson 01's exercises: the per-thread default stream, one per host thread; streams the
+legacy default stream cannot serialise."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+from numba import cuda
+
+import streamlab
+
+from .. import check
+from ..labs import no_races
+from ..labs.lab01 import order_culprits
+from ..ops import StreamRef, internal, record_ops
+from ..order import analyze
+from . import THREADS, add_one, blocks_for, exercise, fresh
+
+__all__ = ["add_one", "blocks_for", "THREADS", "dummy", "check_exercise1", "check_exercise2"]
+
+STEP_NS = streamlab.ms_to_ns(streamlab.pick(gpu=5, sim=1))
+
+
+@cuda.jit
+def dummy():
+    """The post's dummy kernel: it does nothing, quickly."""
+    pass
+
+
+def _none_ordered(order, launches, what):
+    for i, a in enumerate(launches):
+        for j in range(i + 1, len(launches)):
+            if order.ordered(a, launches[j]):
+                why = next(order_culprits(order, a, launches[j]), None)
+                check.fail(f"{what} {j} must wait for {what} {i}, so they cannot run at "
+                           f"once{': ' + why if why else ''}")
+
+
+def check_exercise2(make_streams, *, count=8):
+    """``make_streams(count)`` returns ``count`` streams on which the post's loop (a
+    kernel on each stream, a dummy on the legacy default stream after each) still runs
+    the kernels at once."""
+    with exercise(2, make_streams):
+        streams = make_streams(count)
+        if not isinstance(streams, (list, tuple)) or len(streams) != count:
+            check.fail(f"make_streams({count}) returned {streams!r}: return a list of "
+                       f"{count} streams")
+        keys = {StreamRef.of(s).key() for s in streams}
+        if len(keys) != count:
+            check.fail(f"make_streams({count}) returned {len(keys)} different stream(s): "
+                       f"make a new one for each")
+        with check.time_per_stream(streams) as timing, record_ops() as ops:
+            for s in streams:  # the post's loop, issued by the check
+                streamlab.spin[1, 1, s](STEP_NS)
+                dummy[1, 1]()   # the legacy default stream
+        order = analyze(ops)
+        _none_ordered(order, ops.launches("spin"), "kernel")
+        cuda.synchronize()
+        check.concurrency_at_least(timing[0], 0.65 * count,
+                                   f"{count} kernels with dummies on the legacy stream")
+
+
+def check_exercise1(launch_from_thread, *, count=8, seed=None):
+    """``launch_from_thread(d_x)``, called in ``count`` host threads at once, launches
+    add_one over d_x on its thread's own default stream; no launch waits for another."""
+    with exercise(1, launch_from_thread):
+        inputs = [fresh(None if seed is None else seed + i) for i in range(count)]
+        errors = []
+
+        def worker(d_x):
+            try:
+                launch_from_thread(d_x)
+            except BaseException as exc:  # noqa: BLE001 (raised below, in the check)
+                errors.append(exc)
+
+        with record_ops() as ops:
+            threads = [threading.Thread(target=worker, args=(d,), name=f"worker {i}")
+                       for i, (_, d) in enumerate(inputs)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        if errors:
+            raise errors[0]
+        launches = ops.launches("add_one")
+        if len(launches) != count:
+            check.fail(f"{len(launches)} add_one launches from {count} threads: launch once "
+                       f"in each")
+        legacy = [op for op in launches if op.stream.is_legacy_default]
+        if legacy:
+            check.fail(f"{len(legacy)} launch(es) went to the legacy default stream, which "
+                       f"all threads share: launch on cuda.per_thread_default_stream()")
+        other = [op for op in launches if not op.stream.is_per_thread_default]
+        if other:
+            check.fail(f"{other[0].describe()}: launch on the thread's own default stream, "
+                       f"cuda.per_thread_default_stream(), not a stream made for it")
+        _none_ordered(analyze(ops), launches, "thread")
+        no_races(ops)
+        cuda.synchronize()
+        for i, (h, d) in enumerate(inputs):
+            check.equal(d.copy_to_host(), h + 1, f"thread {i}'s array")

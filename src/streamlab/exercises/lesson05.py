@@ -1,0 +1,100 @@
+"""Lesson 05's exercises: host work while the GPU works (issue first, wait last); polling
+an event between pieces of host work."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from numba import cuda
+
+import streamlab
+
+from .. import check
+from ..labs import no_races
+from ..ops import StreamRef, internal, record_ops
+from ..order import analyze
+from ..watched import watch
+from . import BUSY_NS, N, THREADS, add_one, blocks_for, exercise, fresh
+
+__all__ = ["add_one", "blocks_for", "THREADS", "N", "check_exercise1", "check_exercise2"]
+
+
+def check_exercise1(overlap, *, seed=None):
+    """``overlap(d_x, h_x, stream, host_work)``: launch add_one over d_x and copy d_x into
+    the pinned h_x, both in ``stream``; call ``host_work()`` while they run; return once
+    the copy has landed."""
+    with exercise(1, overlap):
+        h, d_x = fresh(seed)
+        h_x = watch(cuda.pinned_array(N, np.float32), "h_x")
+        s = cuda.stream()
+        marks = []
+        with record_ops() as ops:
+            with internal():
+                streamlab.spin[1, 1, s](BUSY_NS)  # the GPU has work queued already
+
+            def host_work():
+                marks.append(len(ops))  # what had been issued when the host work began
+
+            overlap(d_x, h_x, s, host_work)
+            with internal():
+                got = np.array(h_x)
+        if len(marks) != 1:
+            check.fail(f"host_work was called {len(marks)} times: call it once")
+        before = ops[:marks[0]]
+        mine = [op for op in ops.user() if op.kind in ("launch", "copy")]
+        if [(op.kind, op.stream.key()) for op in mine] != [
+                ("launch", StreamRef.of(s).key()), ("copy", StreamRef.of(s).key())]:
+            check.fail("in the stream you are given: launch add_one, then copy d_x into h_x "
+                       "(d_x.copy_to_host(h_x, stream=stream))")
+        if not all(op in before for op in mine):
+            check.fail("host_work ran before the GPU work was issued, so the GPU sat idle "
+                       "while the host worked: issue the launch and the copy first")
+        if any(op.kind == "sync" or getattr(op, "blocking", False) for op in before
+               if not op.internal):
+            check.fail("the host waited for the GPU before host_work, so they did not "
+                       "overlap: wait after the host work")
+        order = analyze(ops)
+        if not order.host_after(mine[-1]):
+            check.fail("overlap returned before the copy had landed: wait for the stream "
+                       "after host_work")
+        no_races(ops, order)
+        check.equal(got, h + 1, "h_x after overlap")
+
+
+def check_exercise2(work_while_waiting):
+    """``work_while_waiting(event, do_work)`` calls ``do_work()`` again and again until
+    ``event.query()`` says the event has happened, and returns how many times it called
+    it. It never blocks in a synchronize."""
+    with exercise(2, work_while_waiting):
+        s = cuda.stream()
+        event = cuda.event()
+        calls = []
+
+        def do_work():
+            calls.append(1)
+            t = time.perf_counter()
+            while time.perf_counter() - t < 1e-4:  # 0.1 ms of host work
+                pass
+
+        with record_ops() as ops:
+            with internal():
+                streamlab.spin[1, 1, s](BUSY_NS)
+                event.record(s)
+            count = work_while_waiting(event, do_work)
+        if ops.syncs():
+            check.fail(f"{ops.syncs()[0].describe()} blocks the host: poll event.query() "
+                       f"between calls of do_work() instead")
+        if not ops.queries():
+            check.fail("the event was never queried: loop while not event.query()")
+        order = analyze(ops)
+        spin = [op for op in ops if op.kind == "launch"][0]
+        if not order.host_after(spin):
+            check.fail("work_while_waiting returned before the event had happened: keep "
+                       "calling do_work() until event.query() is True")
+        if count != len(calls):
+            check.fail(f"work_while_waiting returned {count!r}, but do_work ran "
+                       f"{len(calls)} times: return the count")
+        if not calls:
+            check.fail("do_work never ran: call it while the event is not done")
+        print(f"do_work ran {len(calls)} times while the GPU worked")

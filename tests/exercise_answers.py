@@ -1,0 +1,477 @@
+"""Answers to the lessons' exercises, kept as tests (tests/test_exercises.py).
+
+RIGHT: the solution in each lesson's __SOLUTION copy (``solution``), and right answers in
+other words. WRONG: what a careless or clever learner would write, each with a piece of
+the message its check must give. Every answer is the source of the exercise cell's
+function, run with ``from streamlab.exercises.lessonNN import *`` done.
+"""
+
+# (lesson, exercise, function name): {case name: source}
+RIGHT = {
+    ("00", 2, "launch_on"): {
+        "solution": """
+def launch_on(stream, d_x):
+    add_one[blocks_for(d_x.size), THREADS, stream](d_x)
+""",
+        "a configured kernel kept in a name": """
+def launch_on(stream, d_x):
+    configured = add_one[blocks_for(d_x.size), THREADS, stream]
+    configured(d_x)
+""",
+    },
+    ("00", 1, "time_on"): {
+        "solution": """
+def time_on(stream):
+    start, end = cuda.event(), cuda.event()
+    start.record(stream)
+    streamlab.spin[1, 1, stream](SPIN_NS)
+    end.record(stream)
+    end.synchronize()
+    return start.elapsed_time(end)
+""",
+        "the stream synchronized instead of the event": """
+def time_on(stream):
+    events = [cuda.event(timing=True) for _ in range(2)]
+    events[0].record(stream=stream)
+    streamlab.spin[1, 1, stream](SPIN_NS)
+    events[1].record(stream=stream)
+    stream.synchronize()
+    return float(events[0].elapsed_time(events[1]))
+""",
+    },
+    ("01", 2, "make_streams"): {
+        "solution": """
+def make_streams(count):
+    return [streamlab.stream(nonblocking=True) for _ in range(count)]
+""",
+        "a loop": """
+def make_streams(count):
+    out = []
+    for _ in range(count):
+        out.append(streamlab.stream(nonblocking=True))
+    return out
+""",
+    },
+    ("01", 1, "launch_from_thread"): {
+        "solution": """
+def launch_from_thread(d_x):
+    add_one[blocks_for(d_x.size), THREADS, cuda.per_thread_default_stream()](d_x)
+""",
+        "the stream named first": """
+def launch_from_thread(d_x):
+    mine = cuda.per_thread_default_stream()
+    add_one[blocks_for(d_x.size), THREADS, mine](d_x)
+""",
+    },
+    ("02", 1, "join"): {
+        "solution": """
+def join(d_a, d_b, d_out, s_a, s_b, s_out):
+    fill[blocks_for(d_a.size), THREADS, s_a](d_a, 1)
+    fill[blocks_for(d_b.size), THREADS, s_b](d_b, 2)
+    a_done, b_done = cuda.event(), cuda.event()
+    a_done.record(s_a)
+    b_done.record(s_b)
+    a_done.wait(s_out)
+    b_done.wait(s_out)
+    add[blocks_for(d_out.size), THREADS, s_out](d_a, d_b, d_out)
+""",
+        "the consumer waits in s_a's stream: s_a waits for s_b, s_out for s_a": """
+def join(d_a, d_b, d_out, s_a, s_b, s_out):
+    fill[blocks_for(d_b.size), THREADS, s_b](d_b, 2)
+    e = cuda.event()
+    e.record(s_b)
+    e.wait(s_a)
+    fill[blocks_for(d_a.size), THREADS, s_a](d_a, 1)
+    both = cuda.event()
+    both.record(s_a)
+    both.wait(s_out)
+    add[blocks_for(d_out.size), THREADS, s_out](d_a, d_b, d_out)
+""",
+    },
+    ("02", 2, "copy_back"): {
+        "solution": """
+def copy_back(d_x, h_x, stream):
+    d_x.copy_to_host(h_x, stream=stream)
+    landed = cuda.event()
+    landed.record(stream)
+    landed.synchronize()
+""",
+        "the stream synchronized": """
+def copy_back(d_x, h_x, stream):
+    d_x.copy_to_host(h_x, stream=stream)
+    stream.synchronize()
+""",
+        "query in a loop": """
+def copy_back(d_x, h_x, stream):
+    d_x.copy_to_host(h_x, stream=stream)
+    landed = cuda.event()
+    landed.record(stream)
+    while not landed.query():
+        pass
+""",
+    },
+    ("03", 1, "wait_for_all"): {
+        "solution": """
+def wait_for_all(producer_events, stream):
+    for event in producer_events:
+        event.wait(stream)
+""",
+        "through a rendezvous stream": """
+def wait_for_all(producer_events, stream):
+    rendezvous = cuda.stream()
+    for event in producer_events:
+        event.wait(rendezvous)
+    barrier = cuda.event()
+    barrier.record(rendezvous)
+    barrier.wait(stream)
+""",
+    },
+    ("03", 2, "wait_for_own"): {
+        "solution": """
+def wait_for_own(producer_events, consumer_streams):
+    for event, stream in zip(producer_events, consumer_streams):
+        event.wait(stream)
+""",
+        "by index": """
+def wait_for_own(producer_events, consumer_streams):
+    for i in range(len(consumer_streams)):
+        producer_events[i].wait(consumer_streams[i])
+""",
+    },
+    ("04", 1, "copy_back_async"): {
+        "solution": """
+def copy_back_async(d_x, stream):
+    h_x = cuda.pinned_array(d_x.shape, d_x.dtype)
+    d_x.copy_to_host(h_x, stream=stream)
+    return h_x
+""",
+        "numba's own pinned copy": """
+def copy_back_async(d_x, stream):
+    return d_x.copy_to_host(cuda.pinned_array(N, np.float32), stream=stream)
+""",
+    },
+    ("04", 2, "fill_on_host"): {
+        "solution": """
+def fill_on_host(stream):
+    h = cuda.mapped_array(N, np.float32)
+    fill[blocks_for(N), THREADS, stream](h, 7)
+    done = cuda.event()
+    done.record(stream)
+    return h, done
+""",
+        "the event made first": """
+def fill_on_host(stream):
+    done = cuda.event()
+    h = cuda.mapped_array(N, dtype=np.float32)
+    fill[blocks_for(h.size), THREADS, stream](h, 7.0)
+    done.record(stream)
+    return (h, done)
+""",
+    },
+    ("05", 1, "overlap"): {
+        "solution": """
+def overlap(d_x, h_x, stream, host_work):
+    add_one[blocks_for(d_x.size), THREADS, stream](d_x)
+    d_x.copy_to_host(h_x, stream=stream)
+    host_work()
+    stream.synchronize()
+""",
+        "waits on an event": """
+def overlap(d_x, h_x, stream, host_work):
+    add_one[blocks_for(d_x.size), THREADS, stream](d_x)
+    d_x.copy_to_host(h_x, stream=stream)
+    landed = cuda.event()
+    landed.record(stream)
+    host_work()
+    landed.synchronize()
+""",
+    },
+    ("05", 2, "work_while_waiting"): {
+        "solution": """
+def work_while_waiting(event, do_work):
+    count = 0
+    while not event.query():
+        do_work()
+        count += 1
+    return count
+""",
+        "do-while shape": """
+def work_while_waiting(event, do_work):
+    n = 0
+    while True:
+        if event.query():
+            return n
+        do_work()
+        n += 1
+""",
+    },
+}
+
+WRONG = {
+    ("00", 2, "launch_on"): {
+        "no stream: the legacy default stream": ("""
+def launch_on(stream, d_x):
+    add_one[blocks_for(d_x.size), THREADS](d_x)
+""", "legacy default stream"),
+        "waits for it": ("""
+def launch_on(stream, d_x):
+    add_one[blocks_for(d_x.size), THREADS, stream](d_x)
+    stream.synchronize()
+""", "wait"),
+        "one block": ("""
+def launch_on(stream, d_x):
+    add_one[1, THREADS, stream](d_x)
+""", "d_x after launch_on"),
+    },
+    ("00", 1, "time_on"): {
+        "the host's clock": ("""
+import time
+def time_on(stream):
+    t = time.perf_counter()
+    streamlab.spin[1, 1, stream](SPIN_NS)
+    stream.synchronize()
+    return (time.perf_counter() - t) * 1000
+""", "record one event in the stream before the launch"),
+        "the events in another stream": ("""
+def time_on(stream):
+    other = cuda.stream()
+    start, end = cuda.event(), cuda.event()
+    start.record(other)
+    streamlab.spin[1, 1, stream](SPIN_NS)
+    end.record(other)
+    end.synchronize()
+    return start.elapsed_time(end)
+""", "record one event in the stream"),
+        "both events before the launch": ("""
+def time_on(stream):
+    start, end = cuda.event(), cuda.event()
+    start.record(stream)
+    end.record(stream)
+    streamlab.spin[1, 1, stream](SPIN_NS)
+    end.synchronize()
+    return start.elapsed_time(end)
+""", "no event was recorded after the launch"),
+        "seconds, not milliseconds": ("""
+def time_on(stream):
+    start, end = cuda.event(), cuda.event()
+    start.record(stream)
+    streamlab.spin[1, 1, stream](SPIN_NS)
+    end.record(stream)
+    end.synchronize()
+    return start.elapsed_time(end) / 1000
+""", "returned"),
+    },
+    ("01", 2, "make_streams"): {
+        "plain numba streams": ("""
+def make_streams(count):
+    return [cuda.stream() for _ in range(count)]
+""", "legacy default stream"),
+        "one stream, eight times": ("""
+def make_streams(count):
+    s = streamlab.stream(nonblocking=True)
+    return [s] * count
+""", "different stream"),
+        "the per-thread default stream, eight times": ("""
+def make_streams(count):
+    return [cuda.per_thread_default_stream()] * count
+""", "different stream"),
+    },
+    ("01", 1, "launch_from_thread"): {
+        "no stream": ("""
+def launch_from_thread(d_x):
+    add_one[blocks_for(d_x.size), THREADS](d_x)
+""", "legacy default stream"),
+        "numba's default stream": ("""
+def launch_from_thread(d_x):
+    add_one[blocks_for(d_x.size), THREADS, cuda.default_stream()](d_x)
+""", "legacy default stream"),
+        "a stream of its own": ("""
+def launch_from_thread(d_x):
+    add_one[blocks_for(d_x.size), THREADS, cuda.stream()](d_x)
+""", "per_thread_default_stream"),
+    },
+    ("02", 1, "join"): {
+        "waits for one producer": ("""
+def join(d_a, d_b, d_out, s_a, s_b, s_out):
+    fill[blocks_for(d_a.size), THREADS, s_a](d_a, 1)
+    fill[blocks_for(d_b.size), THREADS, s_b](d_b, 2)
+    a_done = cuda.event()
+    a_done.record(s_a)
+    a_done.wait(s_out)
+    add[blocks_for(d_out.size), THREADS, s_out](d_a, d_b, d_out)
+""", "never waits"),
+        "one event recorded in both streams": ("""
+def join(d_a, d_b, d_out, s_a, s_b, s_out):
+    fill[blocks_for(d_a.size), THREADS, s_a](d_a, 1)
+    fill[blocks_for(d_b.size), THREADS, s_b](d_b, 2)
+    e = cuda.event()
+    e.record(s_a)
+    e.record(s_b)
+    e.wait(s_out)
+    add[blocks_for(d_out.size), THREADS, s_out](d_a, d_b, d_out)
+""", "never waits for the fill in s_a"),
+        "the host waits instead": ("""
+def join(d_a, d_b, d_out, s_a, s_b, s_out):
+    fill[blocks_for(d_a.size), THREADS, s_a](d_a, 1)
+    fill[blocks_for(d_b.size), THREADS, s_b](d_b, 2)
+    cuda.synchronize()
+    add[blocks_for(d_out.size), THREADS, s_out](d_a, d_b, d_out)
+""", "wait"),
+        "wait before record": ("""
+def join(d_a, d_b, d_out, s_a, s_b, s_out):
+    a_done, b_done = cuda.event(), cuda.event()
+    a_done.wait(s_out)
+    b_done.wait(s_out)
+    fill[blocks_for(d_a.size), THREADS, s_a](d_a, 1)
+    fill[blocks_for(d_b.size), THREADS, s_b](d_b, 2)
+    a_done.record(s_a)
+    b_done.record(s_b)
+    add[blocks_for(d_out.size), THREADS, s_out](d_a, d_b, d_out)
+""", "not been recorded yet"),
+    },
+    ("02", 2, "copy_back"): {
+        "no wait": ("""
+def copy_back(d_x, h_x, stream):
+    d_x.copy_to_host(h_x, stream=stream)
+""", "before the copy had landed"),
+        "the whole device": ("""
+def copy_back(d_x, h_x, stream):
+    d_x.copy_to_host(h_x, stream=stream)
+    cuda.synchronize()
+""", "whole device"),
+        "the event recorded before the copy": ("""
+def copy_back(d_x, h_x, stream):
+    landed = cuda.event()
+    landed.record(stream)
+    d_x.copy_to_host(h_x, stream=stream)
+    landed.synchronize()
+""", "before the copy had landed"),
+        "a copy in another stream": ("""
+def copy_back(d_x, h_x, stream):
+    d_x.copy_to_host(h_x)
+""", "in the stream you are given"),
+    },
+    ("03", 1, "wait_for_all"): {
+        "forgets the last producer": ("""
+def wait_for_all(producer_events, stream):
+    for event in producer_events[:-1]:
+        event.wait(stream)
+""", "producer 3"),
+        "the host waits": ("""
+def wait_for_all(producer_events, stream):
+    for event in producer_events:
+        event.synchronize()
+""", "wait"),
+        "waits on the first only": ("""
+def wait_for_all(producer_events, stream):
+    producer_events[0].wait(stream)
+""", "never waits for producer"),
+    },
+    ("03", 2, "wait_for_own"): {
+        "every consumer waits for every producer": ("""
+def wait_for_own(producer_events, consumer_streams):
+    for stream in consumer_streams:
+        for event in producer_events:
+            event.wait(stream)
+""", "one wait each is enough"),
+        "off by one": ("""
+def wait_for_own(producer_events, consumer_streams):
+    for i, stream in enumerate(consumer_streams):
+        producer_events[(i + 1) % len(producer_events)].wait(stream)
+""", "consumer 0 is not ordered after producer 0"),
+        "no waits": ("""
+def wait_for_own(producer_events, consumer_streams):
+    pass
+""", "not ordered after producer"),
+    },
+    ("04", 1, "copy_back_async"): {
+        "pageable memory": ("""
+def copy_back_async(d_x, stream):
+    h_x = np.empty(d_x.shape, d_x.dtype)
+    d_x.copy_to_host(h_x, stream=stream)
+    return h_x
+""", "pageable"),
+        "numba's copy_to_host with no buffer": ("""
+def copy_back_async(d_x, stream):
+    return d_x.copy_to_host(stream=stream)
+""", "pageable"),
+        "waits for it": ("""
+def copy_back_async(d_x, stream):
+    h_x = cuda.pinned_array(d_x.shape, d_x.dtype)
+    d_x.copy_to_host(h_x, stream=stream)
+    stream.synchronize()
+    return h_x
+""", "wait"),
+    },
+    ("04", 2, "fill_on_host"): {
+        "a device array and a copy": ("""
+def fill_on_host(stream):
+    d = cuda.device_array(N, np.float32)
+    fill[blocks_for(N), THREADS, stream](d, 7)
+    h = cuda.pinned_array(N, np.float32)
+    d.copy_to_host(h, stream=stream)
+    done = cuda.event()
+    done.record(stream)
+    return h, done
+""", "no copy is needed"),
+        "the event before the launch": ("""
+def fill_on_host(stream):
+    h = cuda.mapped_array(N, np.float32)
+    done = cuda.event()
+    done.record(stream)
+    fill[blocks_for(N), THREADS, stream](h, 7)
+    return h, done
+""", "after the launch"),
+        "the launch on the legacy stream": ("""
+def fill_on_host(stream):
+    h = cuda.mapped_array(N, np.float32)
+    fill[blocks_for(N), THREADS](h, 7)
+    done = cuda.event()
+    done.record(stream)
+    return h, done
+""", "legacy default stream"),
+    },
+    ("05", 1, "overlap"): {
+        "host work first": ("""
+def overlap(d_x, h_x, stream, host_work):
+    host_work()
+    add_one[blocks_for(d_x.size), THREADS, stream](d_x)
+    d_x.copy_to_host(h_x, stream=stream)
+    stream.synchronize()
+""", "before the GPU work was issued"),
+        "waits, then works": ("""
+def overlap(d_x, h_x, stream, host_work):
+    add_one[blocks_for(d_x.size), THREADS, stream](d_x)
+    d_x.copy_to_host(h_x, stream=stream)
+    stream.synchronize()
+    host_work()
+""", "waited for the GPU before host_work"),
+        "never waits": ("""
+def overlap(d_x, h_x, stream, host_work):
+    add_one[blocks_for(d_x.size), THREADS, stream](d_x)
+    d_x.copy_to_host(h_x, stream=stream)
+    host_work()
+""", "before the copy had landed"),
+    },
+    ("05", 2, "work_while_waiting"): {
+        "synchronize, then work once": ("""
+def work_while_waiting(event, do_work):
+    event.synchronize()
+    do_work()
+    return 1
+""", "blocks the host"),
+        "one query": ("""
+def work_while_waiting(event, do_work):
+    if not event.query():
+        do_work()
+        return 1
+    return 0
+""", "returned before the event had happened"),
+        "counts wrong": ("""
+def work_while_waiting(event, do_work):
+    while not event.query():
+        do_work()
+    return 1
+""", "return the count"),
+    },
+}

@@ -1,0 +1,81 @@
+"""The lessons' exercises: each check passes its solution and right answers in other
+words, and fails each wrong answer with a message that names the mistake; an unwritten
+stub says "not done yet"."""
+
+import importlib
+
+import pytest
+
+from exercise_answers import RIGHT, WRONG
+
+from streamlab.check import CheckFailed
+
+
+def run(lesson, number, name, source):
+    module = importlib.import_module(f"streamlab.exercises.lesson{lesson}")
+    namespace = {}
+    exec("import numpy as np\nfrom numba import cuda\nimport streamlab\n"
+         f"from streamlab.exercises.lesson{lesson} import *\n", namespace)
+    exec(source, namespace)
+    getattr(module, f"check_exercise{number}")(namespace[name])
+
+
+def cases(table):
+    return [pytest.param(key, case, value, id=f"{key[0]}.{key[1]} {case}")
+            for key, entries in table.items() for case, value in entries.items()]
+
+
+@pytest.mark.parametrize("key, case, source", cases(RIGHT))
+def test_a_right_answer_passes(key, case, source, capsys):
+    run(*key, source)
+    assert f"Exercise {key[1]}: passed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("key, case, wrong", cases(WRONG))
+def test_a_wrong_answer_fails_with_a_message_that_names_it(key, case, wrong):
+    source, words = wrong
+    with pytest.raises(CheckFailed) as info:
+        run(*key, source)
+    message = str(info.value)
+    assert message.startswith(f"Exercise {key[1]}: "), message
+    assert words in message, message
+
+
+@pytest.mark.parametrize("key", list(RIGHT), ids=lambda k: f"{k[0]}.{k[1]}")
+def test_an_unwritten_stub_says_not_done_yet(key, capsys):
+    lesson, number, name = key
+    stub = f"def {name}(*args):\n    raise NotImplementedError('Exercise {number}: write it')\n"
+    run(lesson, number, name, stub)
+    assert f"Exercise {number}: not done yet" in capsys.readouterr().out
+
+
+def test_every_lesson_exercise_has_right_and_wrong_answers():
+    assert set(RIGHT) == set(WRONG)
+    for key in RIGHT:
+        assert "solution" in RIGHT[key] and len(RIGHT[key]) >= 2, key
+        assert len(WRONG[key]) >= 3, key
+
+
+def test_a_failing_timing_check_draws_the_learners_timeline(monkeypatch):
+    """In a notebook, a failed overlap check shows the measured timeline, then fails;
+    in plain Python (the grader) it fails with the message alone."""
+    import IPython
+    import IPython.display
+    import matplotlib.pyplot  # noqa: F401  (set up before IPython is faked below)
+    from matplotlib.figure import Figure
+
+    from streamlab import check
+    from streamlab.trace import Span, Trace
+
+    trace = Trace.from_spans([Span("s0", "s0", "kernel", 0, 5), Span("s1", "s1", "kernel", 5, 10)])
+    with pytest.raises(CheckFailed, match="overlapped only"):
+        check.fail_with_timeline(trace, "two kernels: the work overlapped only 1.0-fold")
+    shown = []
+    from types import SimpleNamespace
+
+    shell = SimpleNamespace(events=SimpleNamespace(register=lambda *a: None))
+    monkeypatch.setattr(IPython, "get_ipython", lambda: shell)
+    monkeypatch.setattr(IPython.display, "display", shown.append)
+    with pytest.raises(CheckFailed, match="overlapped only"):
+        check.fail_with_timeline(trace, "two kernels: the work overlapped only 1.0-fold")
+    assert len(shown) == 1 and isinstance(shown[0], Figure)
