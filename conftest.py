@@ -125,3 +125,15 @@ def pytest_runtest_makereport(item, call):
                                + "; ".join(problems))
     if report.failed:
         item.failed = True
+
+
+def pytest_ignore_collect(collection_path, config):
+    """nbval runs a lesson's solved copy (``__SOLUTION``), not its learner copy: the
+    learner copy is the solved one with each answer replaced by a stub
+    (scripts/make_lessons.py --check holds them together), and its GPU run is committed.
+    tests/test_lessons.py runs each stub on its own."""
+    p = collection_path
+    if p.suffix == ".ipynb" and p.parent.name == "notebooks" and "__SOLUTION" not in p.name:
+        if p.with_name(p.stem + "__SOLUTION.ipynb").exists():
+            return True
+    return None

@@ -7,7 +7,14 @@ import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]__*.ipynb"))
+ALL = sorted((ROOT / "notebooks").glob("[0-9][0-9]__*.ipynb"))
+NOTEBOOKS = [p for p in ALL if "__SOLUTION" not in p.name]   # the lessons, in order
+SOLVED = [p for p in ALL if "__SOLUTION" in p.name]           # their solved copies
+
+
+def lesson_of(path):
+    """The lesson a notebook is, or is the solved copy of."""
+    return path.with_name(path.name.replace("__SOLUTION", ""))
 
 
 def load(path):
@@ -31,10 +38,10 @@ def test_notebooks_are_numbered_in_order_and_named_for_their_topic():
         assert re.fullmatch(r"\d\d__[a-z0-9_]+__[a-z0-9_]+\.ipynb", p.name), p.name
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name[:2])
+@pytest.mark.parametrize("path", ALL, ids=lambda p: p.stem[:2] + "s" * ("SOLUTION" in p.name))
 def test_navigation_at_top_and_bottom(path):
     nb = load(path)
-    i = NOTEBOOKS.index(path)
+    i = NOTEBOOKS.index(lesson_of(path))
     for cell in (nb.cells[0], nb.cells[-1]):
         assert cell.cell_type == "markdown" and "nav" in tags(cell)
         links = re.findall(r"\]\(([^)]+)\)", cell.source)
@@ -47,7 +54,7 @@ def test_navigation_at_top_and_bottom(path):
             assert (path.parent / link.split("#")[0]).exists(), link
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name[:2])
+@pytest.mark.parametrize("path", ALL, ids=lambda p: p.stem[:2] + "s" * ("SOLUTION" in p.name))
 def test_lesson_shape(path):
     nb = load(path)
     code = [c for c in nb.cells if c.cell_type == "code"]
@@ -59,7 +66,7 @@ def test_lesson_shape(path):
                for c in nb.cells if c.cell_type == "markdown"), "no question before a result"
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name[:2])
+@pytest.mark.parametrize("path", ALL, ids=lambda p: p.stem[:2] + "s" * ("SOLUTION" in p.name))
 def test_committed_outputs_come_from_a_gpu_run(path):
     nb = load(path)
     code = [c for c in nb.cells if c.cell_type == "code"]

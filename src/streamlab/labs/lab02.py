@@ -19,8 +19,9 @@ from . import no_races, part
 __all__ = ["warm_up", "N", "THREADS", "BLOCKS", "BUSY_NS", "producer", "consumer", "update_counter",
            "fresh_data", "check_part1", "check_part2", "check_part3"]
 
-THREADS = 256
-# On the simulator, more than one block's worth: a launch of one block cannot cover it.
+# On the simulator, 64-thread blocks (every simulated GPU thread is a Python thread), and
+# more than one block's worth of data: a launch of one block cannot cover it.
+THREADS = streamlab.pick(gpu=256, sim=64)
 N = streamlab.pick(gpu=1 << 22, sim=3 * THREADS + 17)
 BLOCKS = (N + THREADS - 1) // THREADS
 BUSY_NS = streamlab.ms_to_ns(streamlab.pick(gpu=20, sim=1))

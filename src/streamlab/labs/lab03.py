@@ -21,10 +21,11 @@ from . import no_races, part
 __all__ = ["warm_up", "BUFFER", "THREADS", "BUSY_NS", "producer_kernel", "consumer_kernel", "blocks",
            "check_part1", "check_part2"]
 
-THREADS = 128
-# Divisible by every m and n the checks use; on the simulator each part is still more
+# On the simulator, small blocks and a small buffer (every simulated GPU thread is a Python
+# thread). Divisible by every m and n the checks use (2 to 5); each part is still more
 # than one block's worth, so a launch of one block cannot cover it.
-BUFFER = streamlab.pick(gpu=15 << 20, sim=1920)
+THREADS = streamlab.pick(gpu=128, sim=32)
+BUFFER = streamlab.pick(gpu=15 << 20, sim=480)
 BUSY_NS = streamlab.ms_to_ns(streamlab.pick(gpu=10, sim=1))
 
 
