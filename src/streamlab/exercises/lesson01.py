@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import threading
 
-import numpy as np
 from numba import cuda
 
 import streamlab
@@ -13,7 +12,7 @@ import streamlab
 from .. import check
 from ..labs import no_races
 from ..labs.lab01 import order_culprits
-from ..ops import StreamRef, internal, record_ops
+from ..ops import StreamRef, record_ops
 from ..order import analyze
 from . import THREADS, add_one, blocks_for, exercise, fresh
 

@@ -10,7 +10,7 @@ import streamlab
 
 from .. import check
 from ..labs import no_races
-from ..ops import StreamRef, internal, record_ops
+from ..ops import internal, record_ops
 from ..order import analyze
 from . import BUSY_NS, N, THREADS, blocks_for, exercise
 
