@@ -251,6 +251,15 @@ def time_on(stream):
     end.synchronize()
     return start.elapsed_time(end)
 """, "no event was recorded after the launch"),
+        "a cheat: the events are right, the figure returned is typed in": ("""
+def time_on(stream):
+    start, end = cuda.event(), cuda.event()
+    start.record(stream)
+    streamlab.spin[1, 1, stream](SPIN_NS)
+    end.record(stream)
+    end.synchronize()
+    return 2.0
+""", "its events read"),
         "seconds, not milliseconds": ("""
 def time_on(stream):
     start, end = cuda.event(), cuda.event()
@@ -259,7 +268,7 @@ def time_on(stream):
     end.record(stream)
     end.synchronize()
     return start.elapsed_time(end) / 1000
-""", "returned"),
+""", "its events read"),
     },
     ("01", 2, "make_streams"): {
         "plain numba streams": ("""

@@ -28,7 +28,7 @@ import streamlab
 
 from ..labs import part
 
-__all__ = ["exercise", "THREADS", "N", "BUSY_NS", "blocks_for", "add_one", "fresh"]
+__all__ = ["exercise", "THREADS", "N", "BUSY_NS", "blocks_for", "add_one", "fill", "fresh"]
 
 exercise = functools.partial(part, what="Exercise")
 exercise.__doc__ = """Run an exercise's check: ``Exercise N: passed``, ``Exercise N: not done
@@ -52,6 +52,14 @@ def add_one(x):
     i = cuda.grid(1)
     if i < x.size:
         x[i] += 1
+
+
+@cuda.jit
+def fill(x, value):
+    """x[i] = value, one thread an element."""
+    i = cuda.grid(1)
+    if i < x.size:
+        x[i] = value
 
 
 def fresh(seed=None, size: int = N):

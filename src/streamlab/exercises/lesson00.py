@@ -66,6 +66,10 @@ def check_exercise1(time_on):
         if not isinstance(ms, (float, int, np.floating)) or isinstance(ms, bool):
             check.fail(f"time_on returned {type(ms).__name__} {ms!r}: return "
                        f"start.elapsed_time(end), the milliseconds between the events")
+        measured = before[-1].event.elapsed_time(after[0].event)
+        if abs(ms - measured) > 0.01 * measured + 1e-3:
+            check.fail(f"time_on returned {ms:.3f} ms, but its events read {measured:.3f} ms "
+                       f"apart: return start.elapsed_time(end)")
         if not 0.9 * SPIN_MS <= ms <= SPIN_MS + 1.0:
             check.fail(f"time_on returned {ms:.3f} ms for a {SPIN_MS} ms kernel: are the "
                        f"events right around the launch, in its stream?")

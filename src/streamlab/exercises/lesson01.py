@@ -10,8 +10,7 @@ from numba import cuda
 import streamlab
 
 from .. import check
-from ..labs import no_races
-from ..labs.lab01 import order_culprits
+from ..labs import no_races, none_ordered
 from ..ops import StreamRef, record_ops
 from ..order import analyze
 from . import THREADS, add_one, blocks_for, exercise, fresh
@@ -25,15 +24,6 @@ STEP_NS = streamlab.ms_to_ns(streamlab.pick(gpu=5, sim=1))
 def dummy():
     """The post's dummy kernel: it does nothing, quickly."""
     pass
-
-
-def _none_ordered(order, launches, what):
-    for i, a in enumerate(launches):
-        for j in range(i + 1, len(launches)):
-            if order.ordered(a, launches[j]):
-                why = next(order_culprits(order, a, launches[j]), None)
-                check.fail(f"{what} {j} must wait for {what} {i}, so they cannot run at "
-                           f"once{': ' + why if why else ''}")
 
 
 def check_exercise2(make_streams, *, count=8):
@@ -54,7 +44,7 @@ def check_exercise2(make_streams, *, count=8):
                 streamlab.spin[1, 1, s](STEP_NS)
                 dummy[1, 1]()   # the legacy default stream
         order = analyze(ops)
-        _none_ordered(order, ops.launches("spin"), "kernel")
+        none_ordered(order, ops.launches("spin"), "kernel")
         cuda.synchronize()
         check.concurrency_at_least(timing[0], 0.65 * count,
                                    f"{count} kernels with dummies on the legacy stream")
@@ -94,7 +84,7 @@ def check_exercise1(launch_from_thread, *, count=8, seed=None):
         if other:
             check.fail(f"{other[0].describe()}: launch on the thread's own default stream, "
                        f"cuda.per_thread_default_stream(), not a stream made for it")
-        _none_ordered(analyze(ops), launches, "thread")
+        none_ordered(analyze(ops), launches, "thread")
         no_races(ops)
         cuda.synchronize()
         for i, (h, d) in enumerate(inputs):

@@ -13,17 +13,9 @@ from ..labs import no_races
 from ..ops import StreamRef, internal, record_ops
 from ..order import analyze
 from ..watched import watch
-from . import BUSY_NS, N, THREADS, blocks_for, exercise, fresh
+from . import BUSY_NS, N, THREADS, blocks_for, exercise, fill, fresh
 
 __all__ = ["fill", "add", "blocks_for", "THREADS", "check_exercise1", "check_exercise2"]
-
-
-@cuda.jit
-def fill(x, value):
-    """A producer: x[i] = value."""
-    i = cuda.grid(1)
-    if i < x.size:
-        x[i] = value
 
 
 @cuda.jit
@@ -90,7 +82,7 @@ def check_exercise2(copy_back, *, seed=None):
             copy_back(d_x, h_x, s)
             with internal():
                 got = np.array(h_x)                   # the caller reads the copy
-        copies = [op for op in ops.copies("d2h")]
+        copies = ops.copies("d2h")
         if len(copies) != 1 or copies[0].stream.key() != StreamRef.of(s).key():
             check.fail("copy d_x into h_x once, in the stream you are given: "
                        "d_x.copy_to_host(h_x, stream=stream)")

@@ -12,17 +12,9 @@ from .. import check
 from ..labs import no_races
 from ..ops import StreamRef, internal, is_pinned, record_ops
 from ..order import analyze
-from . import BUSY_NS, N, THREADS, blocks_for, exercise, fresh
+from . import BUSY_NS, N, THREADS, blocks_for, exercise, fill, fresh
 
 __all__ = ["fill", "blocks_for", "THREADS", "N", "check_exercise1", "check_exercise2"]
-
-
-@cuda.jit
-def fill(x, value):
-    """x[i] = value, one thread an element."""
-    i = cuda.grid(1)
-    if i < x.size:
-        x[i] = value
 
 
 def check_exercise1(copy_back_async, *, seed=None):

@@ -86,6 +86,38 @@ def no_races(ops: OpLog, order: Order | None = None, names=None,
     return order
 
 
+def none_ordered(order, launches, what: str) -> None:
+    """Fail unless no two of ``launches`` are ordered: then a GPU may run them all at once."""
+    for i, a in enumerate(launches):
+        for j in range(i + 1, len(launches)):
+            b = launches[j]
+            if order.ordered(a, b):
+                culprit = next((op for op in order_culprits(order, a, b)), None)
+                why = f": {culprit}" if culprit else ""
+                fail(f"{what} {j} must wait for {what} {i}, so they cannot run at once{why}")
+
+
+def order_culprits(order, a, b):
+    """Plain words for what makes ``b`` wait for ``a``, for the message."""
+    if a.stream.key() == b.stream.key():
+        yield "they are in the same stream"
+        return
+    for op in order.fed:
+        if order.ordered(a, op) and order.ordered(op, b) and op is not a and op is not b:
+            if op.kind == "launch" and op.stream.is_legacy_default:
+                yield (f"{op.describe()} is on the legacy default stream, which waits for "
+                       f"every blocking stream and makes them wait for it. Put it on "
+                       f"cuda.per_thread_default_stream() or a stream of its own")
+                return
+            if op.kind == "sync" or (op.kind == "copy" and op.blocking):
+                yield (f"the host waited ({op.describe()}) before issuing the next launch: "
+                       f"issue everything, then let the caller wait")
+                return
+            if op.kind == "wait":
+                yield f"{op.describe()} makes one stream wait for the other"
+                return
+
+
 def _show_check_failure(shell, etype, value, tb, tb_offset=None):
     """In IPython, a failed check shows its message alone, not a traceback through
     streamlab: the message says what is wrong and how to fix it."""

@@ -17,7 +17,7 @@ import streamlab
 from .. import check
 from ..ops import internal, record_ops
 from ..order import analyze
-from . import no_races, part
+from . import no_races, none_ordered, part
 
 __all__ = ["warm_up", "N", "REPS", "work", "dummy_kernel", "reference", "fresh_inputs",
            "check_part1", "check_part2", "check_part3"]
@@ -64,39 +64,6 @@ def fresh_inputs(count, seed=None):
     return inputs, [reference(h) for h in host]
 
 
-def _concurrent(order, launches, what):
-    """Fail unless no two of ``launches`` are ordered: then a GPU may run them all at once."""
-    for i, a in enumerate(launches):
-        for j in range(i + 1, len(launches)):
-            b = launches[j]
-            if order.ordered(a, b):
-                culprit = next((op for op in order_culprits(order, a, b)), None)
-                why = f": {culprit}" if culprit else ""
-                check.fail(f"{what} {j} must wait for {what} {i}, so they cannot run at "
-                           f"once{why}")
-
-
-def order_culprits(order, a, b):
-    """Plain words for what makes ``b`` wait for ``a``, for the message."""
-    if a.stream.key() == b.stream.key():
-        yield "they are in the same stream"
-        return
-    for op in order.fed:
-        if order.ordered(a, op) and order.ordered(op, b) and op is not a and op is not b:
-            if op.kind == "launch" and op.stream.is_legacy_default:
-                yield (f"{op.describe()} is on the legacy default stream, which waits for "
-                       f"every blocking stream and makes them wait for it. Put it on "
-                       f"cuda.per_thread_default_stream() or a stream of its own")
-                return
-            if op.kind == "sync" or (op.kind == "copy" and op.blocking):
-                yield (f"the host waited ({op.describe()}) before issuing the next launch: "
-                       f"issue everything, then let the caller wait")
-                return
-            if op.kind == "wait":
-                yield f"{op.describe()} makes one stream wait for the other"
-                return
-
-
 def _launch_and_time(fn, args, streams):
     with check.time_per_stream(streams) as timing, record_ops() as ops:
         fn(*args)
@@ -136,7 +103,7 @@ def check_part1(launch_on_streams, *, count=8, nonblocking=False, seed=None):
         check.no_host_sync(ops, "launch_on_streams")
         check.one_launch_per_stream(ops, "work", streams)
         order = analyze(ops)
-        _concurrent(order, ops.launches("work"), "kernel")
+        none_ordered(order, ops.launches("work"), "kernel")
         no_races(ops, order)
         _results(outputs, expected)
         check.concurrency_at_least(trace, 0.65 * count, f"{count} kernels on {count} streams")
@@ -159,7 +126,7 @@ def check_part2(launch_with_dummies, *, count=8, seed=None):
             check.fail(f"{len(dummies)} dummy_kernel launches for {count} worker launches: "
                        f"launch one dummy after each worker")
         order = analyze(ops)
-        _concurrent(order, ops.launches("work"), "worker kernel")
+        none_ordered(order, ops.launches("work"), "worker kernel")
         no_races(ops, order)
         _results(outputs, expected)
         check.concurrency_at_least(trace, 0.65 * count,

@@ -21,8 +21,7 @@ from .. import check
 from ..ops import record_ops
 from ..order import analyze
 from ..streams import priority_range
-from . import no_races, part
-from .lab01 import order_culprits
+from . import no_races, order_culprits, part
 
 __all__ = ["warm_up", "BLOCKS", "THREADS", "BLOCK_NS", "STEP_NS", "N_STREAMS", "X_SIZE",
            "background", "urgent", "step_a", "step_b", "check_part1", "check_part2"]
