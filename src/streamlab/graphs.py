@@ -150,11 +150,32 @@ def end_capture(builder) -> None:
             builder.end_building()
     except Exception:  # noqa: BLE001, S110  (invalidated: cuda.core refuses; see below)
         pass
-    from cuda.bindings import driver
-
     from .streams import handle_of
 
-    handle = driver.CUstream(handle_of(builder.stream))
+    _end_driver_capture(handle_of(builder.stream))
+
+
+def end_capture_of(stream) -> None:
+    """End the capture that ``stream`` (a numba stream) is in, if any: as
+    :func:`end_capture`, for when the builder is out of reach, such as a learner's
+    function that began a capture and raised before ending it."""
+    if on_simulator():
+        lane = sim_lane(stream)
+        if lane is not None:
+            lane.capture.stop()
+            lane.capture.ended = True
+        return
+    from .streams import handle_of
+
+    _end_driver_capture(handle_of(stream))
+
+
+def _end_driver_capture(raw: int) -> None:
+    """cuStreamEndCapture on the stream ``raw`` if it is capturing (an invalidated
+    capture's error is expected: there is no graph to keep)."""
+    from cuda.bindings import driver
+
+    handle = driver.CUstream(raw)
     err, status = driver.cuStreamIsCapturing(handle)
     if err == driver.CUresult.CUDA_SUCCESS and \
             status != driver.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE:

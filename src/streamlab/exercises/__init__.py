@@ -26,9 +26,11 @@ from numba import cuda
 
 import streamlab
 
+from .. import check
 from ..labs import part
 
-__all__ = ["exercise", "THREADS", "N", "BUSY_NS", "blocks_for", "add_one", "fill", "fresh"]
+__all__ = ["exercise", "THREADS", "N", "BUSY_NS", "blocks_for", "add_one", "fill", "fresh",
+           "events_read"]
 
 exercise = functools.partial(part, what="Exercise")
 exercise.__doc__ = """Run an exercise's check: ``Exercise N: passed``, ``Exercise N: not done
@@ -69,3 +71,17 @@ def fresh(seed=None, size: int = N):
     d = cuda.to_device(h, stream=s)
     s.synchronize()
     return h, d
+
+
+def events_read(ms, start, end, what: str) -> float:
+    """The figure a learner's function returned, held to what its own events read: the
+    records ``start`` and ``end`` (Ops). A figure typed in, or timed on the host's clock,
+    is not the events' (they read to half a microsecond; the figure must match to 0.1 us)."""
+    if not isinstance(ms, (float, int, np.floating)) or isinstance(ms, bool):
+        check.fail(f"{what} returned {type(ms).__name__} {ms!r}: return "
+                   f"start.elapsed_time(end), the milliseconds between the events")
+    measured = start.event.elapsed_time(end.event)
+    if abs(ms - measured) > 1e-4 + 1e-6 * measured:
+        check.fail(f"{what} returned {ms:.4f} ms, but its events read {measured:.4f} ms "
+                   f"apart: return start.elapsed_time(end)")
+    return float(ms)

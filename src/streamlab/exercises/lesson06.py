@@ -1,0 +1,146 @@
+"""Lesson 06's exercises: time a kernel, not its launch (a start event recorded while the
+stream is still busy); time work spread over several streams with one pair of events."""
+
+from __future__ import annotations
+
+from numba import cuda
+
+import streamlab
+
+from .. import check
+from ..labs import no_races
+from ..ops import StreamRef, internal, record_ops
+from ..order import analyze
+from . import BUSY_NS, events_read, exercise
+
+__all__ = ["HOLD_NS", "KERNEL_NS", "check_exercise1", "check_exercise2"]
+
+HOLD_NS = streamlab.ms_to_ns(1.0)  # exercise 1: what keeps the stream busy first, 1 ms
+KERNEL_MS = 0.05
+KERNEL_NS = streamlab.ms_to_ns(KERNEL_MS)  # exercise 1: the kernel to time, 50 us
+WORK_MS = (1.0, 2.0, 3.0)  # exercise 2: one kernel in each of three streams
+
+
+def _compiled(stream) -> None:
+    with internal():
+        streamlab.spin[1, 1, stream](1)
+        stream.synchronize()
+
+
+def check_exercise1(time_kernel):
+    """``time_kernel(stream)``: keep ``stream`` busy with ``streamlab.spin[1, 1,
+    stream](HOLD_NS)``, then record a start event, launch ``streamlab.spin[1, 1,
+    stream](KERNEL_NS)``, record an end event, and return the milliseconds between the
+    events once the end has happened. The host must not wait between the hold and the
+    kernel: the start event then completes only when the stream reaches it, with the
+    kernel already queued behind it."""
+    with exercise(1, time_kernel):
+        s = cuda.stream()
+        _compiled(s)
+        with record_ops() as ops:
+            ms = time_kernel(s)
+        key = StreamRef.of(s).key()
+        timed = [op for op in ops.launches("spin") if op.detail.get("spin_ns") == KERNEL_NS]
+        if len(timed) != 1 or timed[0].stream.key() != key:
+            check.fail(f"launch the kernel to time, streamlab.spin[1, 1, stream](KERNEL_NS), "
+                       f"once, in the stream you are given (it was launched {len(timed)} "
+                       f"time(s){', elsewhere' if timed else ''})")
+        kernel = timed[0]
+        mine = [op for op in ops.records() if op.stream.key() == key]
+        before = [op for op in mine if op.index < kernel.index]
+        after = [op for op in mine if op.index > kernel.index]
+        if not before or not after:
+            check.fail("record one event in the stream before the kernel and one after it "
+                       "(start.record(stream), the launch, end.record(stream))")
+        start, end = before[-1], after[0]
+        upto = analyze(ops[:kernel.index + 1])  # what was known when the kernel was issued
+        held = [op for op in ops[:start.index] if op.kind == "launch"
+                and upto.ordered(op, start)]
+        if not held:
+            check.fail("the stream was idle when the start event was recorded, so the event "
+                       "completed at once, while the host was still inside the kernel's "
+                       "launch call: the span counts the launch too. Put the hold, "
+                       "streamlab.spin[1, 1, stream](HOLD_NS), in the stream before the "
+                       "start event")
+        if all(upto.host_after(op) for op in held):
+            check.fail("the host waited for the hold to finish before it launched the "
+                       "kernel, so the stream was idle again when it reached the start "
+                       "event: issue the hold, the start event, the kernel and the end "
+                       "event without waiting, then wait for the end event")
+        order = analyze(ops)
+        if not order.host_after(end):
+            check.fail("the time was read before the end event had happened: call "
+                       "end.synchronize() first, then start.elapsed_time(end)")
+        no_races(ops, order)
+        ms = events_read(ms, start, end, "time_kernel")
+        print(f"the {KERNEL_MS} ms kernel measured {ms:.3f} ms")
+
+
+def check_exercise2(time_all):
+    """``time_all(streams, work)``: ``work()`` launches one kernel in each of ``streams``
+    (call it once). Return the milliseconds from a start event that every kernel comes
+    after to an end event that comes after every kernel: record the start in streams[0]
+    and make the other streams wait on it; record an event in each stream after the work,
+    make streams[0] wait on them, then record the end. The host waits only for the end
+    event."""
+    with exercise(2, time_all):
+        streams = [cuda.stream() for _ in WORK_MS]
+        _compiled(streams[0])
+        kernels, calls = [], []
+
+        def work():
+            calls.append(1)
+            with internal():
+                for s, ms in zip(streams, WORK_MS):
+                    streamlab.spin[1, 1, s](streamlab.ms_to_ns(ms))
+                    kernels.append(ops[-1])
+
+        with record_ops() as ops:
+            with internal():  # streams[0] is still busy when time_all begins
+                streamlab.spin[1, 1, streams[0]](BUSY_NS)
+            ms = time_all(streams, work)
+        if len(calls) != 1:
+            check.fail(f"work() was called {len(calls)} times: call it once, between the "
+                       f"start event and the end event")
+        order = analyze(ops)
+        records = ops.records()
+        starts = [r for r in records if all(order.ordered(r, k) for k in kernels)]
+        if not starts:
+            loose = [i for i, k in enumerate(kernels)
+                     if not any(order.ordered(r, k) for r in records if r.index < k.index)]
+            which = f"streams[{loose[0]}]" if loose else "one stream"
+            check.fail(f"no event comes before every kernel: the kernel in {which} may "
+                       f"start before your start event. Record the start in streams[0] "
+                       f"before work(), and make every other stream wait on it "
+                       f"(start.wait(s))")
+        ends = [r for r in records if all(order.ordered(k, r) for k in kernels)]
+        if not ends:
+            loose = [i for i, k in enumerate(kernels)
+                     if not any(order.ordered(k, r) for r in records)]
+            which = f"streams[{loose[0]}]" if loose else "one stream"
+            check.fail(f"no event comes after every kernel: your end event does not wait "
+                       f"for the kernel in {which}. Record an event in each stream after "
+                       f"work(), make streams[0] wait on each, then record the end")
+        end = ends[0]
+        early = [op for op in ops.syncs() if op.index < end.index]
+        if early:
+            check.fail(f"the host waited ({early[0].describe()}) before the end event was "
+                       f"recorded: the end then marks when the host got round to it, not "
+                       f"when the GPU finished. Join the streams with events instead, and "
+                       f"wait only for the end")
+        if not order.host_after(end):
+            check.fail("the time was read before the end event had happened: call "
+                       "end.synchronize() first")
+        no_races(ops, order)
+        for start in reversed(starts):
+            try:
+                ms = events_read(ms, start, end, "time_all")
+                break
+            except check.CheckFailed:
+                if start is starts[0]:
+                    raise
+        if ms < 0.9 * max(WORK_MS):
+            check.fail(f"time_all returned {ms:.3f} ms, less than the longest kernel "
+                       f"({max(WORK_MS)} ms)")
+        print(f"kernels of {', '.join(f'{m:g}' for m in WORK_MS)} ms in three streams: "
+              f"{ms:.3f} ms from start to end")

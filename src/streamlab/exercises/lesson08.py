@@ -1,0 +1,98 @@
+"""Lesson 08's exercises: a copy in and a copy out at once, one per copy engine; a wait
+that sleeps instead of spinning on a CPU core (an event made with blocking_sync)."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from numba import cuda
+
+import streamlab
+
+from .. import check
+from ..labs import no_races, none_ordered
+from ..ops import StreamRef, internal, record_ops
+from ..order import analyze
+from ..watched import watch
+from . import N, exercise
+
+__all__ = ["check_exercise1", "check_exercise2"]
+
+# exercise 2: the work the host waits for (long enough on a GPU to measure its CPU time)
+HOLD_MS = streamlab.pick(gpu=100.0, sim=2.0)
+
+
+def check_exercise1(copy_both_ways, *, seed=None):
+    """``copy_both_ways(h_in, d_in, d_out, h_out, s_in, s_out)``: copy the pinned h_in into
+    d_in in ``s_in`` and d_out into the pinned h_out in ``s_out``, so that nothing orders
+    one after the other (each direction has its own copy engine), and return without
+    waiting."""
+    with exercise(1, copy_both_ways):
+        rng = np.random.default_rng(seed)
+        data_in = rng.random(N, dtype=np.float32)
+        data_out = rng.random(N, dtype=np.float32)
+        h_in = watch(cuda.pinned_array(N, np.float32), "h_in")
+        h_out = watch(cuda.pinned_array(N, np.float32), "h_out")
+        h_in.view(np.ndarray)[:] = data_in
+        h_out.view(np.ndarray)[:] = -1.0
+        d_in = cuda.to_device(np.zeros(N, np.float32))
+        d_out = cuda.to_device(data_out)
+        s_in, s_out = cuda.stream(), cuda.stream()
+        cuda.synchronize()
+        with record_ops() as ops:
+            copy_both_ways(h_in, d_in, d_out, h_out, s_in, s_out)
+        check.no_host_sync(ops, "copy_both_ways")
+        ins, outs = ops.copies("h2d"), ops.copies("d2h")
+        if len(ins) != 1 or ins[0].stream.key() != StreamRef.of(s_in).key():
+            check.fail("copy h_in into d_in once, in s_in: d_in.copy_to_device(h_in, "
+                       "stream=s_in)")
+        if len(outs) != 1 or outs[0].stream.key() != StreamRef.of(s_out).key():
+            check.fail("copy d_out into h_out once, in s_out: d_out.copy_to_host(h_out, "
+                       "stream=s_out)")
+        order = analyze(ops)
+        none_ordered(order, [ins[0], outs[0]], "copy")
+        no_races(ops, order)
+        cuda.synchronize()
+        with internal():
+            got_out = np.array(h_out)
+        check.equal(d_in.copy_to_host(), data_in, "d_in after copy_both_ways")
+        check.equal(got_out, data_out, "h_out after copy_both_ways")
+
+
+def check_exercise2(wait_quietly):
+    """``wait_quietly(stream)``: return once the work already in ``stream`` has finished,
+    waiting on an event made with ``streamlab.event(blocking_sync=True)``, recorded in
+    the stream: its synchronize sleeps instead of spinning on a CPU core. On a GPU the
+    check also measures the CPU time the wait used."""
+    with exercise(2, wait_quietly):
+        s = cuda.stream()
+        with internal():
+            streamlab.spin[1, 1, s](1)  # compiled before the timing
+            s.synchronize()
+        with record_ops() as ops:
+            with internal():
+                streamlab.spin[1, 1, s](streamlab.ms_to_ns(HOLD_MS))
+            wall0, cpu0 = time.perf_counter(), time.process_time()
+            wait_quietly(s)
+            wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+        work = [op for op in ops if op.kind == "launch"][0]
+        if not analyze(ops).host_after(work):
+            check.fail("wait_quietly returned before the stream's work had finished: record "
+                       "the event in the stream, then event.synchronize()")
+        waits = ops.syncs() + ops.queries()
+        spinning = [op for op in waits if op.name != "event" or op.kind == "query"]
+        if spinning:
+            check.fail(f"{spinning[0].describe()} keeps a CPU core busy while it waits: "
+                       f"record an event made with streamlab.event(blocking_sync=True) in "
+                       f"the stream, and synchronize that")
+        if not any(getattr(op.event, "blocking_sync", False) for op in waits):
+            check.fail("this event was made without blocking_sync, so its synchronize "
+                       "spins on a CPU core: make it with "
+                       "streamlab.event(blocking_sync=True)")
+        if not streamlab.on_simulator():
+            share = cpu / wall
+            print(f"the host waited {wall * 1000:.0f} ms, using {share:.0%} of a CPU core")
+            if share > 0.5:
+                check.fail(f"the wait kept a CPU core {share:.0%} busy: wait on the "
+                           f"blocking-sync event alone")
