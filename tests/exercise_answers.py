@@ -147,14 +147,14 @@ def copy_back_async(d_x, stream):
 """,
         "numba's own pinned copy": """
 def copy_back_async(d_x, stream):
-    return d_x.copy_to_host(cuda.pinned_array(N, np.float32), stream=stream)
+    return d_x.copy_to_host(cuda.pinned_array(SIZE, np.float32), stream=stream)
 """,
     },
     ("04", 2, "fill_on_host"): {
         "solution": """
 def fill_on_host(stream):
-    h = cuda.mapped_array(N, np.float32)
-    fill[blocks_for(N), THREADS, stream](h, 7)
+    h = cuda.mapped_array(SIZE, np.float32)
+    fill[blocks_for(SIZE), THREADS, stream](h, 7)
     done = cuda.event()
     done.record(stream)
     return h, done
@@ -162,7 +162,7 @@ def fill_on_host(stream):
         "the event made first": """
 def fill_on_host(stream):
     done = cuda.event()
-    h = cuda.mapped_array(N, dtype=np.float32)
+    h = cuda.mapped_array(SIZE, dtype=np.float32)
     fill[blocks_for(h.size), THREADS, stream](h, 7.0)
     done.record(stream)
     return (h, done)
@@ -415,9 +415,9 @@ def copy_back_async(d_x, stream):
     ("04", 2, "fill_on_host"): {
         "a device array and a copy": ("""
 def fill_on_host(stream):
-    d = cuda.device_array(N, np.float32)
-    fill[blocks_for(N), THREADS, stream](d, 7)
-    h = cuda.pinned_array(N, np.float32)
+    d = cuda.device_array(SIZE, np.float32)
+    fill[blocks_for(SIZE), THREADS, stream](d, 7)
+    h = cuda.pinned_array(SIZE, np.float32)
     d.copy_to_host(h, stream=stream)
     done = cuda.event()
     done.record(stream)
@@ -425,16 +425,16 @@ def fill_on_host(stream):
 """, "no copy is needed"),
         "the event before the launch": ("""
 def fill_on_host(stream):
-    h = cuda.mapped_array(N, np.float32)
+    h = cuda.mapped_array(SIZE, np.float32)
     done = cuda.event()
     done.record(stream)
-    fill[blocks_for(N), THREADS, stream](h, 7)
+    fill[blocks_for(SIZE), THREADS, stream](h, 7)
     return h, done
 """, "after the launch"),
         "the launch on the legacy stream": ("""
 def fill_on_host(stream):
-    h = cuda.mapped_array(N, np.float32)
-    fill[blocks_for(N), THREADS](h, 7)
+    h = cuda.mapped_array(SIZE, np.float32)
+    fill[blocks_for(SIZE), THREADS](h, 7)
     done = cuda.event()
     done.record(stream)
     return h, done

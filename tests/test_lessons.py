@@ -20,7 +20,7 @@ import make_lessons  # noqa: E402
 LESSONS = sorted(p for p in (ROOT / "notebooks").glob("[0-9][0-9]__*.ipynb")
                  if "__SOLUTION" not in p.name)
 # Lessons whose exercises are still to be written (issue 18): this list only shrinks.
-PENDING = {"06", "07", "08", "09", "10"}
+PENDING: set = set()
 
 
 def cells(path, tag=None):
@@ -88,21 +88,34 @@ def test_an_unsolved_exercise_runs_alone_and_says_not_done_yet(path, i):
 @pytest.mark.parametrize("path", [p for p in LESSONS if p.name[:2] not in PENDING],
                          ids=lambda p: p.name[:2])
 def test_no_other_cell_needs_an_exercise_answer(path):
-    """The lesson goes on the same whether or not an exercise is solved."""
-    defined = set()
-    for cell in cells(path, "exercise"):
-        for node in ast.walk(ast.parse(source(cell))):
-            if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-                defined.add(node.name)
-            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                defined.add(node.id)
-    for cell in cells(path):
+    """The lesson goes on the same whether or not an exercise is solved: no lesson cell
+    uses a name an exercise cell defines or assigns, and no later lesson cell uses a name
+    it imports (the import would change what the lesson's own name of that spelling
+    means from there on)."""
+    all_cells = cells(path)
+    defined, imported = set(), {}  # imported: name -> index of the first cell importing it
+    for at, cell in enumerate(all_cells):
+        if "exercise" not in cell.get("metadata", {}).get("tags", []):
+            continue
+        for top in ast.parse(source(cell)).body:  # names inside a function stay there
+            if isinstance(top, (ast.FunctionDef, ast.ClassDef)):
+                defined.add(top.name)
+            elif isinstance(top, (ast.Import, ast.ImportFrom)):
+                for alias in top.names:
+                    imported.setdefault((alias.asname or alias.name).split(".")[0], at)
+            else:
+                defined |= {n.id for n in ast.walk(top)
+                            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    for at, cell in enumerate(all_cells):
         if cell["cell_type"] != "code" or "exercise" in cell.get("metadata", {}).get("tags", []):
             continue
         src = TransformerManager().transform_cell(source(cell))  # magics as Python
         used = {n.id for n in ast.walk(ast.parse(src)) if isinstance(n, ast.Name)}
         assert not used & defined, f"a lesson cell uses {sorted(used & defined)}, which an " \
                                    f"exercise defines"
+        later = sorted(n for n in used if n in imported and imported[n] < at)
+        assert not later, f"cell {at} uses {later}, which an exercise cell above imports " \
+                          f"and so rebinds"
 
 
 def test_make_lessons_writes_a_stub_and_refuses_bad_cells():

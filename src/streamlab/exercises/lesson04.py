@@ -14,7 +14,10 @@ from ..ops import StreamRef, internal, is_pinned, record_ops
 from ..order import analyze
 from . import BUSY_NS, N, THREADS, blocks_for, exercise, fill, fresh
 
-__all__ = ["fill", "blocks_for", "THREADS", "N", "check_exercise1", "check_exercise2"]
+__all__ = ["fill", "blocks_for", "THREADS", "SIZE", "check_exercise1", "check_exercise2"]
+
+# the exercises' arrays, in elements (not N, which the lesson uses for its own arrays)
+SIZE = N
 
 
 def check_exercise1(copy_back_async, *, seed=None):
@@ -64,11 +67,11 @@ def check_exercise2(fill_on_host):
         h, event = got
         if ops.copies():
             check.fail(f"{ops.copies()[0].describe()}: no copy is needed: the kernel can "
-                       f"write host memory that is mapped, cuda.mapped_array(N, np.float32)")
+                       f"write host memory that is mapped, cuda.mapped_array(SIZE, np.float32)")
         check.one_launch_per_stream(ops, "fill", [s])
         if not isinstance(h, np.ndarray) or not is_pinned(h):
             check.fail("h must be mapped host memory, which the kernel writes directly: "
-                       "cuda.mapped_array(N, np.float32)")
+                       "cuda.mapped_array(SIZE, np.float32)")
         check.no_host_sync(ops, "fill_on_host")
         launch = ops.launches("fill")[0]
         recs = [op for op in ops.records() if op.event is event]

@@ -15,7 +15,10 @@ from . import BUSY_NS, events_read, exercise
 
 __all__ = ["HOLD_NS", "KERNEL_NS", "check_exercise1", "check_exercise2"]
 
-HOLD_NS = streamlab.ms_to_ns(1.0)  # exercise 1: what keeps the stream busy first, 1 ms
+# exercise 1: what keeps the stream busy first, 10 ms: long enough that the host has issued
+# the start event and the kernel before it ends, even under record_ops (about 0.1 ms a call)
+HOLD_MS = 10.0
+HOLD_NS = streamlab.ms_to_ns(HOLD_MS)
 KERNEL_MS = 0.05
 KERNEL_NS = streamlab.ms_to_ns(KERNEL_MS)  # exercise 1: the kernel to time, 50 us
 WORK_MS = (1.0, 2.0, 3.0)  # exercise 2: one kernel in each of three streams
@@ -74,6 +77,11 @@ def check_exercise1(time_kernel):
         no_races(ops, order)
         ms = events_read(ms, start, end, "time_kernel")
         print(f"the {KERNEL_MS} ms kernel measured {ms:.3f} ms")
+        if not streamlab.on_simulator() and ms > KERNEL_MS + 0.1:
+            check.fail(f"the span read {ms:.3f} ms for a {KERNEL_MS} ms kernel: the stream "
+                       f"reached the start event before the kernel's launch reached the GPU. "
+                       f"Hold the stream longer (HOLD_NS is {HOLD_MS:g} ms), and issue the "
+                       f"start event and the kernel straight after the hold")
 
 
 def check_exercise2(time_all):
