@@ -174,16 +174,23 @@ def test_a_pageable_copy_holds_the_host_and_a_pinned_one_does_not(gpu_sized):
     assert held["pinned"] < 0.5 and held["pageable"] > 0.9
 
 
-def test_kernels_share_the_sms_by_their_blocks(gpu_sized):
-    x, y = cuda.device_array(1 << 16, dtype=np.float32), cuda.device_array(1 << 16,
-                                                                            dtype=np.float32)
-    a, b = cuda.stream(), cuda.stream()
-    tl = streamlab.Timeline()
-    with tl.span("big a", a):
-        double[256, 256, a](x)  # 64 M elements on the model: all of the GPU's slots
-    with tl.span("big b", b):
-        double[256, 256, b](y)
-    cuda.synchronize()
+def test_kernels_share_the_sms_by_their_blocks():
+    # 4096 simulated threads (each a Python thread) that the model times as 64 M elements,
+    # 262144 blocks: all of the GPU's slots
+    before = model.simulator_model().scale
+    model.set_scale(1 << 14)
+    try:
+        x, y = cuda.device_array(1 << 12, dtype=np.float32), cuda.device_array(1 << 12,
+                                                                                dtype=np.float32)
+        a, b = cuda.stream(), cuda.stream()
+        tl = streamlab.Timeline()
+        with tl.span("big a", a):
+            double[16, 256, a](x)
+        with tl.span("big b", b):
+            double[16, 256, b](y)
+        cuda.synchronize()
+    finally:
+        model.set_scale(before)
     t = tl.trace()
     one = t.span("big a").duration_ms
     assert t.metrics().makespan_ms > 1.8 * one  # the second waits for the first's slots
