@@ -28,9 +28,10 @@ import streamlab
 
 from .. import check
 from ..labs import part
+from ..ops import StreamRef
 
 __all__ = ["exercise", "THREADS", "N", "BUSY_NS", "blocks_for", "add_one", "fill", "fresh",
-           "events_read"]
+           "events_read", "once_in"]
 
 exercise = functools.partial(part, what="Exercise")
 exercise.__doc__ = """Run an exercise's check: ``Exercise N: passed``, ``Exercise N: not done
@@ -85,3 +86,8 @@ def events_read(ms, start, end, what: str) -> float:
         check.fail(f"{what} returned {ms:.4f} ms, but its events read {measured:.4f} ms "
                    f"apart: return start.elapsed_time(end)")
     return float(ms)
+
+
+def once_in(found, stream) -> bool:
+    """Is ``found`` (recorded operations) exactly one operation, issued to ``stream``?"""
+    return len(found) == 1 and found[0].stream.key() == StreamRef.of(stream).key()
