@@ -23,6 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+RUN_KEY = "streamlab_run"  # streamlab.provenance.KEY: what a copy's outputs ran
 
 
 class LessonError(ValueError):
@@ -97,6 +98,8 @@ def learner_copy(solved: dict, name: str) -> dict:
             cell["outputs"], cell["execution_count"] = [], None
         cells.append(cell)
     nb["cells"] = cells
+    # the solved copy's record of its own run (streamlab.provenance) is not this copy's
+    nb.get("metadata", {}).pop(RUN_KEY, None)
     return nb
 
 
@@ -128,6 +131,8 @@ def main(argv) -> int:
             if code_of(have) == code_of(want):  # only markdown changed: the run still holds
                 for mine, old in zip(code_cells(want), code_cells(have)):
                     mine["outputs"], mine["execution_count"] = old["outputs"], old["execution_count"]
+                if RUN_KEY in have.get("metadata", {}):  # and so does its record of it
+                    want["metadata"][RUN_KEY] = have["metadata"][RUN_KEY]
         stale.append(target.name)
         if not check:
             target.write_text(json.dumps(want, indent=1, ensure_ascii=False) + "\n")

@@ -43,6 +43,20 @@ _cc = _claimcheck()
 ClaimError, check_notebook = _cc.ClaimError, _cc.check_notebook
 
 
+def _provenance():
+    """streamlab.provenance alone, by its file, for the same reason."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "_streamlab_provenance", ROOT / "src" / "streamlab" / "provenance.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+provenance = _provenance()
+
+
 def stdout(cell) -> str:
     """What a code cell printed to stdout."""
     return "".join(o.get("text", "") for o in cell.get("outputs", [])
@@ -79,6 +93,17 @@ def report(nb) -> list[list[str]]:
     return checks(nb) if any(graded(c) for c in nb.cells) else headline(nb)
 
 
+def device_of(nb) -> str:
+    """The device the first code cell printed ('device: NVIDIA H100 ...'), or ''."""
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    found = re.search(r"^device: (.+)$", stdout(code[0]), re.M) if code else None
+    if found:  # "NVIDIA H100 80GB HBM3 (1 GPU(s) visible)": the GPU's name alone
+        return found.group(1).split(" (")[0].split(",")[0].strip()
+    found = re.search(r"running on (.+?) \(", "".join(  # a lab: streamlab's own line
+        o.get("text", "") for c in code[:3] for o in c.get("outputs", [])))
+    return found.group(1) if found else ""
+
+
 def run(path: Path, timeout: int) -> dict:
     nb = nbformat.read(path, as_version=4)
     client = NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False,
@@ -91,6 +116,10 @@ def run(path: Path, timeout: int) -> dict:
         error = str(exc).splitlines()[-1] if str(exc) else repr(exc)
         error = re.sub(r"\x1b\[[0-9;]*m", "", error)  # the traceback's colours
     seconds = round(time.perf_counter() - t0, 1)
+    if error is None:  # what the outputs ran: a test fails once the code moves on
+        provenance.stamp(nb, device_of(nb))
+    else:
+        nb.metadata.pop(provenance.KEY, None)
     nbformat.write(nb, path)
     result = {"seconds": seconds, "error": error, "headline": []}
     if error is None:

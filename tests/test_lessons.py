@@ -149,3 +149,18 @@ def test_the_learner_copy_drops_the_solution_note_and_the_solved_run():
     with pytest.raises(make_lessons.LessonError, match="not tagged 'exercise'"):
         make_lessons.learner_copy({"cells": [{"cell_type": "code", "metadata": {},
                                               "source": ["### BEGIN SOLUTION\n"]}]}, "t")
+
+
+def test_the_learner_copy_does_not_carry_the_solved_copys_record_of_its_run():
+    """The solved copy's provenance stamp hashes the solved code; the learner's copy runs
+    other code, so it gets a stamp only from its own GPU run."""
+    from streamlab import provenance
+
+    solved = {"metadata": {provenance.KEY: {"code_sha256": "x", "package_sha256": "y",
+                                            "device": "NVIDIA H200"}},
+              "cells": [{"cell_type": "code", "metadata": {}, "source": ["x = 1\n"],
+                         "outputs": [], "execution_count": 1}]}
+    copy = make_lessons.learner_copy(solved, "t")
+    assert provenance.KEY not in copy["metadata"]
+    assert provenance.KEY in solved["metadata"], "the solved copy itself is left alone"
+    assert make_lessons.RUN_KEY == provenance.KEY
