@@ -207,6 +207,16 @@ def host_costs(s) -> dict:
     return {"host_us": out, "latency": latency}
 
 
+#: what the GPU reports of itself, kept in the profile: the model GPU answers
+#: streamlab.attribute() with them on the simulator
+ATTRIBUTES = ("MULTIPROCESSOR_COUNT", "ASYNC_ENGINE_COUNT", "MEMORY_CLOCK_RATE",
+              "GLOBAL_MEMORY_BUS_WIDTH", "CLOCK_RATE", "L2_CACHE_SIZE")
+
+
+def attributes() -> dict:
+    return {name: attribute(name) for name in ATTRIBUTES}
+
+
 def measure() -> dict:
     s = cuda.stream()
     dev = cuda.get_current_device()
@@ -220,6 +230,7 @@ def measure() -> dict:
         "max_threads_per_sm": attribute("MAX_THREADS_PER_MULTIPROCESSOR"),
         "max_blocks_per_sm": attribute("MAX_BLOCKS_PER_MULTIPROCESSOR"),
         "async_engine_count": attribute("ASYNC_ENGINE_COUNT"),
+        "attributes": attributes(),
         "copies": copies(s),
     }
     profile.update(kernels(s))
@@ -235,14 +246,26 @@ def slug(name: str) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", help="folder for the profile (default: the package's)")
+    parser.add_argument("--attributes-only", action="store_true",
+                        help="read the device's attributes into its existing profile, "
+                             "and measure nothing else")
     args = parser.parse_args(argv)
     if streamlab.on_simulator():
         print("measure_profile.py measures a real GPU; this machine has none.")
         return 2
-    profile = measure()
     folder = args.out or os.path.join(os.path.dirname(streamlab.__file__), "profiles")
     os.makedirs(folder, exist_ok=True)
-    path = os.path.join(folder, slug(profile["name"]) + ".json")
+    path = os.path.join(folder, slug(streamlab.device_name()) + ".json")
+    if args.attributes_only:
+        with open(path) as f:
+            profile = json.load(f)
+        profile["attributes"] = attributes()
+        with open(path, "w") as f:
+            json.dump(profile, f, indent=1, sort_keys=True)
+            f.write("\n")
+        print(f"{profile['name']}: attributes {profile['attributes']} -> {path}")
+        return 0
+    profile = measure()
     with open(path, "w") as f:
         json.dump(profile, f, indent=1, sort_keys=True)
         f.write("\n")

@@ -34,6 +34,7 @@ from . import check  # noqa: E402
 from .check import CheckFailed  # noqa: E402
 from .claimcheck import ClaimFailed, claims  # noqa: E402
 from ._device import describe, device_name, on_simulator, pick  # noqa: E402
+from .hardware import attribute, peak_bandwidth_gbs  # noqa: E402
 from ._mode import DeviceModeError  # noqa: E402
 from .chrome import to_chrome_trace  # noqa: E402
 from .graphs import (GraphError, GraphShape, core_stream, end_capture, graph_builder,  # noqa: E402
@@ -60,8 +61,8 @@ __all__ = [
     "OpLog", "Profile", "ProfileError", "Race", "RaceError", "Region", "Row", "Span", "StreamInfo", "StreamRef", "Timeline", "TimelineError",
     "TimelineNotReady", "Trace", "check", "find_races", "host_access", "is_pinned",
     "race_check", "record_ops", "uninstall", "CheckFailed", "ClaimFailed", "claims",
-    "describe", "device_name", "globaltimer", "launch_host_func", "ms_to_ns", "on_simulator",
-    "pick", "plot", "priority_range", "profile", "spin", "stream", "stream_done", "stream_info",
+    "attribute", "describe", "device_name", "globaltimer", "launch_host_func", "ms_to_ns", "on_simulator",
+    "peak_bandwidth_gbs", "pick", "plot", "priority_range", "profile", "spin", "stream", "stream_done", "stream_info",
     "to_chrome_trace", "compare", "kernel_cost", "model", "now", "predict", "size",
     "core_stream", "end_capture", "graph_builder", "graph_shape", "join",
     "event", "memory_resource", "as_array",

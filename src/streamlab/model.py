@@ -80,6 +80,8 @@ class Profile:
     spin_extra_us: float
     host_us: dict  # launch, record, wait, query, sync_event, sync_stream, ...
     latency: dict  # gpu_us, hostfn_us
+    # what the GPU reports of itself (cuDeviceGetAttribute), by attribute name
+    attributes: dict = field(default_factory=dict)
 
     @property
     def short_name(self) -> str:

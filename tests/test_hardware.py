@@ -1,0 +1,34 @@
+"""What the GPU reports of itself (streamlab.attribute, streamlab.peak_bandwidth_gbs): the
+base of claims that must hold on any GPU. On the simulator the model GPU answers."""
+
+import pytest
+
+import streamlab
+from streamlab.model import load_profile
+
+
+def test_the_peak_bandwidth_is_worked_out_from_the_memory_clock_and_bus_width():
+    clock_khz = streamlab.attribute("MEMORY_CLOCK_RATE")
+    bus_bits = streamlab.attribute("GLOBAL_MEMORY_BUS_WIDTH")
+    assert clock_khz > 0 and bus_bits > 0
+    assert streamlab.peak_bandwidth_gbs() == pytest.approx(2 * clock_khz * 1e3 * bus_bits / 8 / 1e9)
+
+
+def test_the_model_gpu_answers_from_its_profile_on_the_simulator():
+    if not streamlab.on_simulator():
+        pytest.skip("the simulator's answer; a GPU answers for itself")
+    profile = load_profile()
+    assert streamlab.attribute("ASYNC_ENGINE_COUNT") == profile.attributes["ASYNC_ENGINE_COUNT"]
+    assert streamlab.attribute("ASYNC_ENGINE_COUNT") == profile.async_engine_count
+
+
+@pytest.mark.gpu
+def test_a_gpu_reports_its_copy_engines_as_numba_does():
+    from numba import cuda
+
+    assert streamlab.attribute("ASYNC_ENGINE_COUNT") == cuda.get_current_device().ASYNC_ENGINE_COUNT
+
+
+def test_an_unknown_attribute_gets_a_clear_error():
+    with pytest.raises(KeyError, match="attribute"):
+        streamlab.attribute("NO_SUCH_THING")
