@@ -15,7 +15,10 @@ from . import BUSY_NS, THREADS, add_one, blocks_for, events_read, exercise, fres
 __all__ = ["add_one", "blocks_for", "THREADS", "SPIN_NS", "check_exercise1", "check_exercise2"]
 
 SPIN_MS = 2.0
-SPIN_NS = streamlab.ms_to_ns(SPIN_MS)  # what exercise 2 times: streamlab.spin for 2 ms
+SPIN_NS = streamlab.ms_to_ns(SPIN_MS)  # what exercise 1 times: streamlab.spin for 2 ms
+# what the check puts in the stream before time_on: far longer than any host takes to
+# issue an event record and a launch, even under record_ops
+HOLD_NS = streamlab.ms_to_ns(streamlab.pick(gpu=50, sim=5))
 
 
 def check_exercise2(launch_on, *, seed=None):
@@ -43,6 +46,12 @@ def check_exercise1(time_on):
         with internal():
             streamlab.spin[1, 1, s](1)  # compiled before the timing (the check's own)
             s.synchronize()
+            # The stream is held while time_on issues its calls, so that its first event
+            # is stamped when the hold ends, with the launch already queued: the span is
+            # then the kernel's, not the host's launch call too (lesson 06). On an idle
+            # stream the first launch under record_ops took 3.3 ms on an H100, and the
+            # span read 3.6 ms for the 2 ms kernel.
+            streamlab.spin[1, 1, s](HOLD_NS)
         with record_ops() as ops:
             ms = time_on(s)
         spins = ops.launches("spin")
