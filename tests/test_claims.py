@@ -170,6 +170,56 @@ def test_every_figure_of_a_lesson_can_break_one_of_its_claims(path, tmp_path):
     assert set(figures) <= read, f"figures no claim reads: {sorted(set(figures) - read)}"
 
 
+def _breakers(value):
+    """Values a figure could take on another run, or in a mistaken one."""
+    if isinstance(value, bool):
+        return [not value]
+    if isinstance(value, (int, float)):
+        return [value * f for f in (0, 0.5, 0.9, 1.1, 2, 10)] + [-1, -1e9, 1e9]
+    return [value + "?", ""]
+
+
+@pytest.mark.parametrize("path", [p for p in NOTEBOOKS if p.name[:2] not in PENDING],
+                         ids=lambda p: p.name[:2])
+def test_every_claim_can_fail(path):
+    """Issue 29: a claim that no figures can break checks nothing. For each claim, some
+    change of one figure it reads (the committed run's figure halved, doubled, zeroed, a
+    bool flipped, ...) makes it fail."""
+    nb = json.loads(path.read_text())
+    cell = claims_cell(nb)
+    out = next(o for o in cell["outputs"] if MIME in o.get("metadata", {}))
+    figures = out["metadata"][MIME]["figures"]
+    from streamlab.claimcheck import _call, _names
+
+    unbreakable = []
+    for group in _call("".join(cell["source"])).values():
+        for text, condition in group.items():
+            if not _names(condition) <= set(figures):
+                continue  # reads a figure this run did not measure (a second GPU's): its guard holds
+            broken = False
+            for name in sorted(_names(condition) & set(figures)):
+                for wrong in _breakers(figures[name]):
+                    try:
+                        if not holds(condition, {**figures, name: wrong}):
+                            broken = True
+                            break
+                    except (ClaimError, ZeroDivisionError):
+                        continue
+                if broken:
+                    break
+            if not broken:
+                unbreakable.append(text)
+    assert not unbreakable, f"claims no change of a figure can break: {unbreakable}"
+
+
+def test_a_claim_that_cannot_fail_is_found():
+    figures = {"x": 3.0, "ok": True}
+    assert holds("x > 0 or not ok or ok", figures)
+    assert not any(not holds("x > 0 or not ok or ok", {**figures, n: w})
+                   for n in figures for w in _breakers(figures[n]))   # what the test flags
+    assert any(not holds("x < 10", {**figures, "x": w}) for w in _breakers(3.0))
+
+
 def test_the_capstone_pipeline_held_its_bound_in_three_gpu_runs_in_a_row():
     """Issue 13: the capstone's pipeline is within 10 % of its bound, run after run. The
     page is written by scripts/gpu-check.sh (REPEAT=3) from the runs themselves."""
