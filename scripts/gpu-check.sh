@@ -21,10 +21,27 @@
 # then says what ran).
 # On the course's GPU test machine, which reaches no package index, first fetch the
 # missing wheels here with ../shared/tools/gpu-wheels.sh .whl and carry .whl along.
+# One command may run 10 minutes at most on the course's GPU machines. A whole notebooks
+# run takes about 9 minutes on an H100 (the capstone about 2.5 of them per copy), so with
+# REPEAT=3 run it in five parts, each under 10 minutes there: PART=nb1 (lessons 00-04),
+# nb2 (lessons 05-09), nb3 (the lab solutions), nb4 (the capstone's solved copy), nb5 (the
+# capstone's learner copy), each with NOTEBOOKS_JSON=the previous part's notebooks.json so
+# that the last part's JSON holds them all.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-out}
 PART=${PART:-all}
+case "$PART" in
+  nb1) NOTEBOOKS="notebooks/0[0-4]__*.ipynb" ;;
+  nb2) NOTEBOOKS="notebooks/0[5-9]__*.ipynb" ;;
+  nb3) NOTEBOOKS="solutions/*/*.ipynb" ;;
+  nb4) NOTEBOOKS="notebooks/10__*__SOLUTION.ipynb" ;;
+  nb5) NOTEBOOKS="notebooks/10__capstone__streamed_pipeline.ipynb" ;;
+  all|notebooks|tests) ;;
+  *) echo "PART=$PART: use all, notebooks, tests, or nb1 to nb5 (see the top of this script)" >&2
+     exit 2 ;;
+esac
+case "$PART" in nb?) PART=notebooks ;; esac
 WORK=$(mktemp -d)
 mkdir -p "$OUT"
 if [ -d .whl ]; then

@@ -1,5 +1,6 @@
 """The scripts that publish GPU results: the parts that need no GPU."""
 
+import json
 import sys
 from pathlib import Path
 
@@ -98,3 +99,43 @@ def test_a_repeated_run_keeps_every_run_and_fails_if_any_run_failed():
     text = "\n".join(gpu_results.notebook_sections({"notebooks/06__x.ipynb": r}))
     assert "- pipelined: 241.4 ms · – · 250.0 ms" in text   # each figure under its own run
     assert "FAILED (run 2 of 3" in "\n".join(gpu_results.notebook_sections({"notebooks/06__x.ipynb": r}))
+
+
+# --- each GPU's run, side by side (scripts/gpu_compare.py) ----------------------------
+import gpu_compare  # noqa: E402
+
+
+def test_the_comparison_page_is_what_the_kept_runs_give():
+    """docs/gpu-compare.md is written from docs/runs/ alone: a hand edit, or a run added
+    without rewriting the page, fails here."""
+    assert gpu_compare.main(["--check"]) == 0, "run python scripts/gpu_compare.py"
+    runs = [gpu_compare.load(p) for p in sorted(gpu_compare.RUNS.glob("*.json"))]
+    gpus = {r["gpu"] for r in runs}
+    assert {"NVIDIA H200"} <= gpus and any("H100" in g for g in gpus), \
+        f"issue 29: the page shows an H100's and an H200's runs; it has {sorted(gpus)}"
+
+
+def test_the_comparison_page_puts_each_runs_figures_in_its_own_column(tmp_path):
+    for name, gpu, ms in (("2026-01-01-a.json", "GPU A", "1.0 ms"),
+                          ("2026-01-02-b.json", "GPU B (2 GPU(s) visible)", "2.0 ms")):
+        (tmp_path / name).write_text(json.dumps({"notebooks/00__x__y.ipynb": {
+            "seconds": 1.0, "error": None,
+            "headline": [["device", gpu], ["kernel", ms]]}}))
+    runs = [gpu_compare.load(p) for p in sorted(tmp_path.glob("*.json"))]
+    assert [r["gpu"] for r in runs] == ["GPU A", "GPU B"]
+    text = gpu_compare.page(runs)
+    assert "| kernel | 1.0 ms | 2.0 ms |" in text
+
+
+@pytest.mark.parametrize("name, content, says", [
+    ("run.json", "{}", "YYYY-MM-DD"),
+    ("2026-01-01-x.json", "not json", "not JSON"),
+    ("2026-01-01-x.json", "{}", "holds no results"),
+    ("2026-01-01-x.json", json.dumps({"a": {"headline": [["device", "A"]]},
+                                      "b": {"headline": [["device", "B"]]}}), "2 devices"),
+])
+def test_a_bad_run_file_gets_a_clear_error(tmp_path, name, content, says):
+    path = tmp_path / name
+    path.write_text(content)
+    with pytest.raises(gpu_compare.RunError, match=says):
+        gpu_compare.load(path)
