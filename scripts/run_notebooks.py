@@ -27,34 +27,21 @@ from nbclient.exceptions import CellExecutionError
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _claimcheck():
-    """streamlab.claimcheck alone, by its file: importing the package would choose a device
-    and open a CUDA context in this process, beside the notebooks' kernels."""
+def _module(name: str):
+    """streamlab's module ``name`` alone, by its file: importing the package would choose
+    a device and open a CUDA context in this process, beside the notebooks' kernels."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(
-        "_streamlab_claimcheck", ROOT / "src" / "streamlab" / "claimcheck.py")
+        f"_streamlab_{name}", ROOT / "src" / "streamlab" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-_cc = _claimcheck()
+_cc = _module("claimcheck")
 ClaimError, check_notebook = _cc.ClaimError, _cc.check_notebook
-
-
-def _provenance():
-    """streamlab.provenance alone, by its file, for the same reason."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        "_streamlab_provenance", ROOT / "src" / "streamlab" / "provenance.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-provenance = _provenance()
+provenance = _module("provenance")  # what a run's outputs ran: its stamp
 
 
 def stdout(cell) -> str:
