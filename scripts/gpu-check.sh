@@ -22,7 +22,7 @@
 # On the course's GPU test machine, which reaches no package index, first fetch the
 # missing wheels here with ../shared/tools/gpu-wheels.sh .whl and carry .whl along.
 # One command may run 10 minutes at most on the course's GPU machines. A whole notebooks
-# run takes about 9 minutes on an H100 (the capstone about 2.5 of them per copy), so with
+# run took about 10 minutes on an H100 (the capstone 2 to 2.5 of them per copy), so with
 # REPEAT=3 run it in five parts, each under 10 minutes there: PART=nb1 (lessons 00-04),
 # nb2 (lessons 05-09), nb3 (the lab solutions), nb4 (the capstone's solved copy), nb5 (the
 # capstone's learner copy), each with NOTEBOOKS_JSON=the previous part's notebooks.json so
