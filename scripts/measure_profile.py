@@ -35,17 +35,6 @@ MB = 1 << 20
 warnings.simplefilter("ignore")  # numba's low-occupancy warnings: one-block grids on purpose
 
 
-def attribute(name: str) -> int:
-    from cuda.bindings import driver
-
-    dev = cuda.get_current_device().id
-    attr = getattr(driver.CUdevice_attribute, f"CU_DEVICE_ATTRIBUTE_{name}")
-    err, value = driver.cuDeviceGetAttribute(attr, dev)
-    if err != driver.CUresult.CUDA_SUCCESS:
-        raise RuntimeError(f"cuDeviceGetAttribute({name}) failed: {err}")
-    return int(value)
-
-
 def gpu_ms(stream, work, reps: int = 5) -> float:
     """The median GPU time of ``work()`` issued to ``stream``, by an event pair.
 
@@ -214,7 +203,7 @@ ATTRIBUTES = ("MULTIPROCESSOR_COUNT", "ASYNC_ENGINE_COUNT", "MEMORY_CLOCK_RATE",
 
 
 def attributes() -> dict:
-    return {name: attribute(name) for name in ATTRIBUTES}
+    return {name: streamlab.attribute(name) for name in ATTRIBUTES}
 
 
 def measure() -> dict:
@@ -226,10 +215,10 @@ def measure() -> dict:
         "by": "scripts/measure_profile.py",
         "numba_cuda": __import__("numba_cuda").__version__,
         "compute_capability": ".".join(map(str, dev.compute_capability)),
-        "sm_count": attribute("MULTIPROCESSOR_COUNT"),
-        "max_threads_per_sm": attribute("MAX_THREADS_PER_MULTIPROCESSOR"),
-        "max_blocks_per_sm": attribute("MAX_BLOCKS_PER_MULTIPROCESSOR"),
-        "async_engine_count": attribute("ASYNC_ENGINE_COUNT"),
+        "sm_count": streamlab.attribute("MULTIPROCESSOR_COUNT"),
+        "max_threads_per_sm": streamlab.attribute("MAX_THREADS_PER_MULTIPROCESSOR"),
+        "max_blocks_per_sm": streamlab.attribute("MAX_BLOCKS_PER_MULTIPROCESSOR"),
+        "async_engine_count": streamlab.attribute("ASYNC_ENGINE_COUNT"),
         "attributes": attributes(),
         "copies": copies(s),
     }
