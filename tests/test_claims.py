@@ -118,11 +118,7 @@ def doctored(path: Path, tmp_path: Path) -> tuple[Path, str]:
     out = next(o for o in cell["outputs"] if MIME in o.get("metadata", {}))
     figures = out["metadata"][MIME]["figures"]
     for name, value in figures.items():
-        for wrong in ((not value) if isinstance(value, bool) else None,
-                      -1e9 if isinstance(value, (int, float)) else None,
-                      1e9 if isinstance(value, (int, float)) else None):
-            if wrong is None:
-                continue
+        for wrong in _breakers(value):
             trial = copy.deepcopy(nb)
             t_out = next(o for o in claims_cell(trial)["outputs"]
                          if MIME in o.get("metadata", {}))
