@@ -11,6 +11,7 @@ import pytest
 from numba import cuda
 
 import streamlab
+from streamlab import graphs
 from streamlab.graphs import INVALIDATED_MESSAGE, GraphError, demangle, end_capture, is_capturing
 
 N = 256
@@ -46,27 +47,11 @@ def capture_one_chain(h, d):
     return b
 
 
-_KEPT: list = []  # on a GPU: every builder the cases make, never freed during the run
-
-
 @pytest.fixture(autouse=True)
-def _keep_gpu_builders(monkeypatch):
-    """On a GPU, a run of these cases in one pytest process once died in a garbage
-    collection (a segfault while freeing cuda.core objects, not reproduced with each case
-    alone): the builders the cases make are kept alive until the process ends."""
-    if streamlab.on_simulator():
-        yield
-        return
-    real = streamlab.graph_builder
-
-    def kept(*args, **kwargs):
-        builder = real(*args, **kwargs)
-        _KEPT.append(builder)
-        return builder
-
-    monkeypatch.setattr(streamlab, "graph_builder", kept)
+def _no_capture_left_open():
+    """A case that failed midway must not leave a stream capturing for the next one."""
     yield
-    for builder in _KEPT:  # a case that failed midway must not leave a stream capturing
+    for builder in list(graphs._live):
         end_capture(builder)
 
 
@@ -530,3 +515,98 @@ def test_lab07_says_plainly_when_a_capture_was_left_open(sim_only):
 def test_end_capture_takes_a_builder(sim_only):
     with pytest.raises(TypeError, match="graph builder"):
         end_capture(cuda.stream())
+
+
+# --- a builder whose capture ended without a graph is never collected -------------
+class _Builder:
+    """Stands in for cuda.core's GraphBuilder: is_building as cuda.core reports it."""
+
+    def __init__(self, building):
+        self.is_building = building
+        self.stream = cuda.stream()
+
+
+def test_a_builder_the_driver_ended_is_kept_for_good_the_others_let_go(monkeypatch):
+    """cuda.core 1.2 destroys an invalidated capture's graph a second time when its
+    builder is collected (the driver destroyed it when the capture ended), which kills
+    the process. _settle keeps exactly those builders, with a reference nobody drops."""
+    import sys
+
+    capturing = {}
+    monkeypatch.setattr("streamlab.streams._capturing", lambda h: capturing.get(h, False))
+    monkeypatch.setattr(graphs, "_live", [])
+    monkeypatch.setattr(graphs, "_dead", [])
+    from streamlab.streams import handle_of
+
+    ended_well = _Builder(building=False)          # cuda.core ended it: a graph
+    invalidated = _Builder(building=True)          # cuda.core thinks it builds; the driver ended it
+    still = _Builder(building=True)                # still capturing
+    capturing[handle_of(still.stream)] = True
+    graphs._live.extend([ended_well, invalidated, still])
+    refs = sys.getrefcount(invalidated)
+    graphs._settle()
+    assert graphs._live == [still]
+    assert graphs._dead == [invalidated]
+    # one reference for _dead, one more that nothing will ever drop; _live's is gone
+    assert sys.getrefcount(invalidated) == refs + 1
+    graphs._settle()                               # settling again keeps it once
+    now = sys.getrefcount(invalidated)
+    assert now == refs + 1
+    assert graphs._dead == [invalidated]
+    capturing.clear()
+    still.is_building = False
+    graphs._settle()
+    assert graphs._live == [] and graphs._dead == [invalidated]
+
+
+_KEEPS_TO_EXIT = """
+import gc, sys
+import numpy as np
+from numba import cuda
+import streamlab
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    if i < a.size:
+        a[i] += 1.0
+k[16, 256](cuda.device_array(1 << 12, dtype=np.float32)); cuda.synchronize()
+kept = []
+for n in range(8):
+    st, d = cuda.stream(), cuda.device_array(1 << 12, dtype=np.float32)
+    b = streamlab.graph_builder(st).begin_building()
+    k[16, 256, st](d)
+    try:
+        st.synchronize()                 # refused: the capture is invalidated
+    except Exception:
+        pass
+    streamlab.end_capture(b)             # the driver ends it; the graph is gone
+    if n % 2:
+        kept.append((st, b))             # half kept until the process ends...
+    del b; gc.collect()                  # ...half dropped now
+other = cuda.stream()                    # and one ended unjoined by cuda.core itself
+b = streamlab.graph_builder(st).begin_building()
+ev = cuda.event(); ev.record(st); ev.wait(other)
+k[16, 256, other](cuda.device_array(1 << 12, dtype=np.float32))
+try:
+    b.end_building()
+except Exception:
+    pass
+streamlab.end_capture(b); streamlab.graphs.end_capture_of(other)
+del b; gc.collect()
+print("alive at the end")
+"""
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("run", range(3))
+def test_invalidated_captures_no_longer_kill_the_process(run):
+    """Measured on an H100 with cuda.core 1.2.0: every process that kept such a builder
+    until it exited died there (segfault). Through streamlab it must exit cleanly."""
+    import os
+    import subprocess
+    import sys
+
+    p = subprocess.run([sys.executable, "-X", "faulthandler", "-c", _KEEPS_TO_EXIT],
+                       capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "STREAMLAB_DEVICE": "gpu"})
+    assert p.returncode == 0 and "alive at the end" in p.stdout, p.stdout + p.stderr[-3000:]

@@ -79,6 +79,72 @@ class GraphError(RuntimeError):
 # grader watches the package's module-level settings for learner code replacing them)
 _made = {"builders": False}
 
+# A capture that a refused call invalidated, or that ended unjoined, has no graph: the
+# driver destroys the graph when the capture ends. cuda.core 1.2's GraphBuilder still
+# holds that graph as its own and destroys it again when the builder is collected, a
+# double destroy inside libcuda (NVIDIA/cuda-python#2834, fixed for cuda.core 1.3). It
+# killed lesson 07's kernel: measured on an H100, every process that kept one such
+# builder until it exited died there (a segfault), and one whose builders were collected
+# earlier died at exit in 1 of 2 runs. So such a builder is never collected: each builder
+# graph_builder makes is held in _live until its capture has ended, then either let go
+# (it ended with a graph) or kept for the life of the process in _dead, with one reference
+# more than it has owners, so that not even the interpreter's teardown collects it.
+_live: list = []
+_dead: list = []
+
+
+def _keep_for_good(builder) -> None:
+    """Keep ``builder`` (whose capture ended without a graph) until the process ends."""
+    import ctypes
+
+    if not any(b is builder for b in _dead):
+        _dead.append(builder)
+        ctypes.pythonapi.Py_IncRef(ctypes.py_object(builder))
+
+
+def _ended_without_graph(builder) -> bool | None:
+    """True: the driver ended ``builder``'s capture but cuda.core still thinks it builds
+    (an invalidated or unjoined capture, ended by the driver). False: cuda.core ended it,
+    with a graph. None: still capturing."""
+    from .streams import _capturing, handle_of
+
+    try:
+        building = builder.is_building
+    except Exception:  # noqa: BLE001  (a builder cuda.core can no longer read)
+        return True
+    if not building:
+        return False
+    return None if _capturing(handle_of(builder.stream)) else True
+
+
+def _settle(only=None) -> None:
+    """Let go of the builders in ``_live`` whose capture ended with a graph, keep for
+    good those whose capture ended without one (``only``: just those builders)."""
+    for builder in list(_live):
+        if only is not None and not any(builder is o for o in only):
+            continue
+        ended = _ended_without_graph(builder)
+        if ended is None:
+            continue
+        if ended:
+            _keep_for_good(builder)
+        _live[:] = [b for b in _live if b is not builder]
+
+
+def _settle_at_exit() -> None:
+    """At exit: a capture still open is ended by the driver (no graph) and its builder
+    kept, as any other that ended without a graph."""
+    from .streams import handle_of
+
+    try:
+        for builder in list(_live):
+            if _ended_without_graph(builder) is None:
+                _end_driver_capture(handle_of(builder.stream))
+        _settle()
+    except Exception:  # noqa: BLE001, S110  (at exit: keep what is left, say nothing)
+        for builder in _live:
+            _keep_for_good(builder)
+
 
 def graph_builder(stream=None):
     """A graph builder that captures the work issued to ``stream``.
@@ -100,7 +166,15 @@ def graph_builder(stream=None):
     dev = Device()
     dev.set_current()
     core = dev.create_stream(stream) if stream is not None else dev.create_stream()
-    return core.create_graph_builder()
+    _settle()
+    if not _made.get("settled_at_exit"):
+        import atexit
+
+        atexit.register(_settle_at_exit)
+        _made["settled_at_exit"] = True
+    builder = core.create_graph_builder()
+    _live.append(builder)
+    return builder
 
 
 def join(*builders):
@@ -153,6 +227,9 @@ def end_capture(builder) -> None:
     from .streams import handle_of
 
     _end_driver_capture(handle_of(builder.stream))
+    if not any(b is builder for b in _live):
+        _live.append(builder)  # made by cuda.core itself: kept out of harm the same way
+    _settle(only=[builder])
 
 
 def end_capture_of(stream) -> None:
@@ -167,7 +244,9 @@ def end_capture_of(stream) -> None:
         return
     from .streams import handle_of
 
-    _end_driver_capture(handle_of(stream))
+    raw = handle_of(stream)
+    _end_driver_capture(raw)
+    _settle(only=[b for b in _live if handle_of(b.stream) == raw])
 
 
 def _end_driver_capture(raw: int) -> None:
