@@ -38,6 +38,16 @@ def time_on(stream):
     stream.synchronize()
     return float(events[0].elapsed_time(events[1]))
 """,
+        "the stream synchronized first, so that nothing earlier is timed": """
+def time_on(stream):
+    stream.synchronize()
+    start, end = cuda.event(), cuda.event()
+    start.record(stream)
+    streamlab.spin[1, 1, stream](SPIN_NS)
+    end.record(stream)
+    end.synchronize()
+    return start.elapsed_time(end)
+""",
     },
     ("01", 2, "make_streams"): {
         "solution": """
@@ -251,6 +261,18 @@ def time_on(stream):
     end.synchronize()
     return start.elapsed_time(end)
 """, "no event was recorded after the launch"),
+        "the host pauses between the start event and the launch": ("""
+import time
+def time_on(stream):
+    start, end = cuda.event(), cuda.event()
+    stream.synchronize()
+    start.record(stream)
+    time.sleep(0.02)
+    streamlab.spin[1, 1, stream](SPIN_NS)
+    end.record(stream)
+    end.synchronize()
+    return start.elapsed_time(end)
+""", "nothing else between them"),
         "a cheat: the events are right, the figure returned is typed in": ("""
 def time_on(stream):
     start, end = cuda.event(), cuda.event()
