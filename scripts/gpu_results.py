@@ -35,6 +35,39 @@ def junit_summary(path):
     return tot, skipped
 
 
+def summary(tot, notebooks=None) -> list[str]:
+    """The page's opening lines: the tests' totals and the notebooks' verdict, in words."""
+    lines = ["## Summary", ""]
+    lines.append(f"- test suite on the GPU (`pytest -m \"gpu or not gpu\"`): {tot['passed']} "
+                 f"passed, {tot['failures']} failed, {tot['errors']} errors, "
+                 f"{tot['skipped']} skipped" + (" (listed, with why, at the end of the page)"
+                                                if tot["skipped"] else ""))
+    if notebooks:
+        runs = {len(r.get("runs", [])) or 1 for r in notebooks.values()}
+        failed = sorted(Path(k).name for k, r in notebooks.items() if r["error"] is not None)
+        lines.append(f"- notebooks and lab solutions executed: {len(notebooks)}, "
+                     f"{' or '.join(str(n) for n in sorted(runs))} run(s) in a row each; "
+                     + (f"**{len(failed)} failed**: {', '.join(failed)}" if failed
+                        else "every one passed in every run"))
+    return lines
+
+
+def skipped_section(skipped) -> list[str]:
+    """The skipped tests, grouped by their reason, folded at the end of the page."""
+    if not skipped:
+        return []
+    by_reason: dict = {}
+    for entry in skipped:
+        name, _, reason = entry.partition(": ")
+        by_reason.setdefault(reason or "no reason given", []).append(name)
+    lines = ["", "## Skipped tests", "", "<details>",
+             f"<summary>{len(skipped)} tests skipped on the GPU, by reason</summary>", ""]
+    for reason, names in sorted(by_reason.items(), key=lambda kv: -len(kv[1])):
+        lines.append(f"- {reason} ({len(names)}): " + ", ".join(f"`{n}`" for n in names))
+    lines += ["", "</details>"]
+    return lines
+
+
 def figures_table(rows):
     out = ["| measured | value | unit | by |", "| --- | ---: | --- | --- |"]
     for r in rows:
@@ -134,11 +167,9 @@ def main():
         f"- python {platform.python_version()}, "
         + ", ".join(f"{k} {v[k]}" for k in ("numba", "numba-cuda", "numpy", "cuda-bindings",
                                              "cuda-core", "matplotlib")),
-        f"- test suite on the GPU (`pytest -m \"gpu or not gpu\"`): {tot['passed']} passed, "
-        f"{tot['failures']} failed, {tot['errors']} errors, {tot['skipped']} skipped",
     ]
-    for s in skipped:
-        lines.append(f"  - skipped: {s}")
+    notebooks = json.loads(Path(a.notebooks).read_text()) if a.notebooks else None
+    lines += [""] + summary(tot, notebooks)
     lines += ["", "## The streamlab package", "",
               "### Timeline accuracy, concurrency, host functions (tests/test_gpu.py)", ""]
     lines += figures_table(tests) if tests else ["Not in this run."]
@@ -146,8 +177,9 @@ def main():
     lines += figures_table(bench)
     if a.model:
         lines += model_section(json.loads(Path(a.model).read_text()))
-    if a.notebooks:
-        lines += notebook_sections(json.loads(Path(a.notebooks).read_text()))
+    if notebooks:
+        lines += notebook_sections(notebooks)
+    lines += skipped_section(skipped)
     lines.append("")
     Path(a.out).write_text("\n".join(lines))
     print("\n".join(lines))

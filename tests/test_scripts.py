@@ -139,3 +139,21 @@ def test_a_bad_run_file_gets_a_clear_error(tmp_path, name, content, says):
     path.write_text(content)
     with pytest.raises(gpu_compare.RunError, match=says):
         gpu_compare.load(path)
+
+
+def test_the_page_opens_with_a_summary_and_folds_the_skipped_tests_at_its_end():
+    tot = {"passed": 5, "failures": 1, "errors": 0, "skipped": 3}
+    runs = [{"seconds": 1, "error": None, "headline": []}] * 3
+    notebooks = {"notebooks/00__a.ipynb": {"error": None, "runs": runs},
+                 "notebooks/01__b.ipynb": {"error": "ClaimFailed: x", "runs": runs}}
+    text = "\n".join(gpu_results.summary(tot, notebooks))
+    assert "5 passed, 1 failed, 0 errors, 3 skipped (listed" in text
+    assert "executed: 2, 3 run(s) in a row each; **1 failed**: 01__b.ipynb" in text
+    text = "\n".join(gpu_results.summary({**tot, "skipped": 0},
+                                         {"notebooks/00__a.ipynb": {"error": None}}))
+    assert "listed" not in text and "1 run(s) in a row each; every one passed" in text
+    folded = gpu_results.skipped_section(["t1: needs two GPUs", "t2: needs two GPUs",
+                                          "t3: sim only"])
+    assert folded[folded.index("<details>") + 1].startswith("<summary>3 tests skipped")
+    assert "- needs two GPUs (2): `t1`, `t2`" in folded and folded[-1] == "</details>"
+    assert gpu_results.skipped_section([]) == []
