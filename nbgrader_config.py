@@ -13,7 +13,9 @@ limit. nbgrader's own Execute is replaced by it below; the rest of nbgrader's au
 pipeline is its default.
 """
 
-from nbconvert.preprocessors import ClearMetadataPreprocessor
+from nbconvert.preprocessors import ClearMetadataPreprocessor, Preprocessor
+from nbgrader.converters import GenerateAssignment
+from traitlets import Bool
 from nbgrader.preprocessors import (
     AssignLatePenalties,
     CheckCellMetadata,
@@ -46,6 +48,22 @@ c.Autograde.autograde_preprocessors = [
 ]
 # A graded part that hangs must not hang the grader: each gets at most 5 minutes.
 c.GradeInFreshProcesses.timeout = 300
+
+
+class DropRunStamp(Preprocessor):
+    """The learner's copy has no outputs: it must not carry the solution's record of the
+    GPU run its outputs came from (streamlab.provenance)."""
+
+    enabled = Bool(True)  # nbconvert registers a preprocessor disabled unless it says so
+
+    def preprocess(self, nb, resources):
+        nb.metadata.pop("streamlab_run", None)
+        return nb, resources
+
+
+# nbgrader's own pipeline for the learner's copy, then the stamp dropped
+c.GenerateAssignment.preprocessors = [
+    *GenerateAssignment.class_traits()["preprocessors"].default(), DropRunStamp]
 # The learner's copy: a stub that says what to do, in every solution cell.
 c.ClearSolutions.code_stub = {
     "python": "# YOUR CODE HERE\nraise NotImplementedError(\"write this part, then run the check below\")",

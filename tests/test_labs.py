@@ -85,3 +85,10 @@ def test_committed_solutions_hold_a_gpu_run_with_every_check_passed(lab):
             text = stdout(c)
             assert text.rstrip().endswith("passed"), f"{grade_id(c)} printed {text!r}"
             assert "simulator" not in text, f"{grade_id(c)} ran on the simulator: {text!r}"
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_the_learners_copy_carries_no_record_of_a_gpu_run(lab):
+    """The solution's outputs came from a GPU run, stamped (streamlab.provenance); the
+    learner's copy has none, so nbgrader_config.py's DropRunStamp leaves the stamp out."""
+    assert "streamlab_run" not in notebook("labs", lab).metadata
