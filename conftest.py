@@ -34,10 +34,45 @@ collect_ignore = [] if importlib.util.find_spec("nbgrader") else [
     "src/streamlab/grading/preprocessor.py"]
 
 
+# Notebooks whose code changed after their last GPU run, at a stop with no GPU left to run
+# them again (each entry says why). Their outputs are cleared: no reader sees outputs of
+# other code. The tests below read a GPU run's outputs, so for these notebooks they are
+# expected to fail, strictly: once scripts/gpu-check.sh has run a notebook, they pass, and
+# pytest fails until its entry is taken off this list. tests/test_provenance.py holds the
+# entries to that (the notebook exists, has no outputs and no stamp).
+AWAITING_GPU_RUN = {
+    "notebooks/08__streams_and_the_hardware__priorities_queues.ipynb":
+        "issue 29: section 5's urgent wait is now timed three times (the shortest kept) "
+        "and claimed under half; that code has not yet run on a GPU",
+    "notebooks/08__streams_and_the_hardware__priorities_queues__SOLUTION.ipynb":
+        "issue 29: section 5's urgent wait is now timed three times (the shortest kept) "
+        "and claimed under half; that code has not yet run on a GPU",
+}
+READS_A_GPU_RUN = {
+    "test_committed_outputs_come_from_a_gpu_run",
+    "test_committed_outputs_are_not_older_than_the_code_they_ran",
+    "test_every_lesson_states_its_claims_and_its_gpu_run_bears_them_out",
+    "test_every_figure_of_a_lesson_can_break_one_of_its_claims",
+    "test_every_claim_can_fail",
+    "test_every_lesson_has_exercises_and_a_solved_copy",
+}
+_ROOT = os.path.dirname(os.path.abspath(__file__))
+
+
+def _awaiting(item):
+    path = getattr(getattr(item, "callspec", None), "params", {}).get("path")
+    if path is None or item.originalname not in READS_A_GPU_RUN:
+        return None
+    return AWAITING_GPU_RUN.get(os.path.relpath(str(path), _ROOT).replace(os.sep, "/"))
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("gpu"):
             item.fixturenames.insert(0, "_require_gpu")
+        why = _awaiting(item)
+        if why:
+            item.add_marker(pytest.mark.xfail(strict=True, reason=f"awaiting a GPU run: {why}"))
 
 
 @pytest.fixture

@@ -53,3 +53,25 @@ def test_the_package_hash_reads_every_source_file(tmp_path):
     (tmp_path / "notes.txt").write_text("not a source")
     after = provenance.package_hash(tmp_path)
     assert provenance.package_hash(tmp_path) == after
+
+
+def test_a_notebook_awaiting_a_gpu_run_shows_no_outputs_of_other_code():
+    """conftest.AWAITING_GPU_RUN excuses a notebook from the tests that read a GPU run's
+    outputs (strictly: they must still fail for it). It may only list a notebook that
+    exists and carries no outputs and no stamp, so a reader never sees a run of other code
+    or a failed one."""
+    from conftest import AWAITING_GPU_RUN, READS_A_GPU_RUN
+
+    for name, why in AWAITING_GPU_RUN.items():
+        path = ROOT / name
+        assert path in EXECUTED, f"{name}: no such notebook; take it off AWAITING_GPU_RUN"
+        assert why.strip(), f"{name}: say why it awaits a GPU run"
+        nb = nbformat.read(path, as_version=4)
+        shown = [c for c in nb.cells if c.cell_type == "code"
+                 and (c.get("outputs") or c.get("execution_count"))]
+        assert not shown, f"{name}: it awaits a GPU run, so its outputs must be cleared"
+        assert provenance.KEY not in nb.metadata, f"{name}: a stamp of an older run"
+    here = Path(__file__).resolve().parent
+    names = "".join(p.read_text() for p in here.glob("test_*.py"))
+    for test in READS_A_GPU_RUN:
+        assert f"def {test}(" in names, f"READS_A_GPU_RUN names {test}, which no test is"
