@@ -8,7 +8,10 @@ tests/test_prose.py holds the lessons to what this measures. The rules:
 * a section asks a **Question.** before its code runs and gives the **Answer.** after
   the output (never a "Prediction." that states the answer first);
 * the title cell links every ``##`` section, by JupyterLab's anchor for it (the heading's
-  text, spaces made dashes);
+  text, spaces made dashes), and that anchor is one JupyterLab can follow: the markdown
+  renderer passes a link through ``encodeURI`` and JupyterLab looks for a heading by the
+  encoded id, so a heading with a character ``encodeURI`` escapes (``·``, ``×``, any
+  non-ASCII) is never found (seen in Chromium: the notebook does not scroll);
 * a source document is named by its title and author, and linked where its public
   address is known.
 """
@@ -72,6 +75,16 @@ def jupyterlab_anchor(heading: str) -> str:
     return text.replace(" ", "-")
 
 
+# the characters encodeURI leaves as they are (ECMAScript's uriReserved, uriUnescaped, '#')
+URI_SAFE = set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+               ";,/?:@&=+$-_.!~*'()#")
+
+
+def followable(anchor: str) -> bool:
+    """Whether JupyterLab finds the heading a link ``#anchor`` names (see above)."""
+    return all(ch in URI_SAFE for ch in anchor)
+
+
 def sections(path: Path) -> list[str]:
     """The ``##`` headings of a notebook, in order."""
     return [line for t in markdown(path) for line in t.splitlines() if line.startswith("## ")]
@@ -86,6 +99,10 @@ def contents_problems(path: Path) -> list[str]:
                 for h, a in zip(sections(path), anchors) if a not in links]
     problems += [f"the contents link #{link}, which is no section's anchor" for link in links
                  if link not in anchors]
+    problems += [f"the section {h!r} has the anchor #{a}, which JupyterLab cannot follow: "
+                 f"it escapes {''.join(sorted(set(a) - URI_SAFE))!r} in the link, not in the "
+                 f"heading's id; write the heading in ASCII (as '## 2. Title')"
+                 for h, a in zip(sections(path), anchors) if not followable(a)]
     return problems
 
 

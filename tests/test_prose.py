@@ -49,16 +49,18 @@ def test_the_checks_catch_what_they_are_for(tmp_path):
 
     nav = ("markdown", "nav")
     bad = nb(nav, ("markdown", "# T\n\n1. [One](#1-·-One)"), ("markdown", "## 1 · One"),
-             ("markdown", "## 2 · Two"), ("markdown", "**Prediction.** It is fast."),
+             ("markdown", "## 2. Two"), ("markdown", "**Prediction.** It is fast."),
              ("markdown", "**Question.** Fast?"), ("markdown", "**Answer.** Yes."),
              ("markdown", "As GPU Pro Tip: CUDA 7 Streams Simplify Concurrency says"))
-    assert any("section '## 2 · Two'" in p for p in prose_stats.contents_problems(bad))
+    contents = prose_stats.contents_problems(bad)
+    assert any("section '## 2. Two'" in p for p in contents)
+    assert any("#1-·-One, which JupyterLab cannot follow" in p for p in contents), contents
     problems = prose_stats.question_problems(bad)
     assert any("Prediction" in p for p in problems)
     assert any("before any code has run" in p for p in problems)
     sources = prose_stats.source_problems(bad)
     assert any("Mark Harris" in p for p in sources) and any("never linked" in p for p in sources)
-    good = nb(nav, ("markdown", "# T\n\n1. [One](#1-·-One)"), ("markdown", "## 1 · One"),
+    good = nb(nav, ("markdown", "# T\n\n1. [One](#1.-One's)"), ("markdown", "## 1. One's"),
               ("markdown", "**Question.** Fast?"), ("code", "x = 1"),
               ("markdown", "**Answer.** Yes."))
     assert prose_stats.contents_problems(good) == []
