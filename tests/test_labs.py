@@ -2,9 +2,10 @@
 Run All reaching every part, a failing check's message shown alone; and the committed
 solutions holding a GPU run in which every check passed.
 
-The lab tests are in three files, so that pytest-xdist (--dist loadfile) can spread them:
-this one, test_lab_answers.py (wrong answers fail, right ones pass) and
-test_lab_grading.py (nbgrader autograde, and what learner code cannot do to it).
+The lab tests are in several files, so that pytest-xdist (--dist loadfile) can spread them:
+this one, test_lab_answers.py and test_lab_answers_later.py (wrong answers fail, right
+ones pass), test_lab_grading.py and test_lab_grading_later.py (nbgrader autograde, and
+what learner code cannot do to it).
 """
 
 import importlib
