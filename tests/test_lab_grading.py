@@ -6,8 +6,8 @@ nothing, and the feedback shows a failing check's message alone.
 
 import nbformat
 import pytest
-from labtools import FIRST_HALF, ROOT, cells_of, course, filled, grade_id, nbgrader, needs_nbgrader, \
-    notebook
+from labtools import FIRST_HALF, ROOT, cells_of, course, filled, grade_id, nbgrader, \
+    needs_nbgrader, notebook
 
 
 
