@@ -40,13 +40,11 @@ collect_ignore = [] if importlib.util.find_spec("nbgrader") else [
 # expected to fail, strictly: once scripts/gpu-check.sh has run a notebook, they pass, and
 # pytest fails until its entry is taken off this list. tests/test_provenance.py holds the
 # entries to that (the notebook exists, has no outputs and no stamp).
+_URGENT_WAIT = ("issue 29: section 5's urgent wait is now timed three times (the shortest "
+                "kept) and claimed under half; that code has not yet run on a GPU")
 AWAITING_GPU_RUN = {
-    "notebooks/08__streams_and_the_hardware__priorities_queues.ipynb":
-        "issue 29: section 5's urgent wait is now timed three times (the shortest kept) "
-        "and claimed under half; that code has not yet run on a GPU",
-    "notebooks/08__streams_and_the_hardware__priorities_queues__SOLUTION.ipynb":
-        "issue 29: section 5's urgent wait is now timed three times (the shortest kept) "
-        "and claimed under half; that code has not yet run on a GPU",
+    f"notebooks/08__streams_and_the_hardware__priorities_queues{copy}.ipynb": _URGENT_WAIT
+    for copy in ("", "__SOLUTION")
 }
 READS_A_GPU_RUN = {
     "test_committed_outputs_come_from_a_gpu_run",

@@ -34,6 +34,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-out}
+# PART=t1 runs these; t2 runs every other test file
+KEPT_ANSWERS="tests/test_exercises.py tests/test_lab_answers.py tests/test_lab_answers_later.py"
 PART=${PART:-all}
 case "$PART" in
   nb1) NOTEBOOKS="notebooks/0[0-4]__*.ipynb" ;;
@@ -41,8 +43,8 @@ case "$PART" in
   nb3) NOTEBOOKS="solutions/*/*.ipynb" ;;
   nb4) NOTEBOOKS="notebooks/10__*__SOLUTION.ipynb" ;;
   nb5) NOTEBOOKS="notebooks/10__capstone__streamed_pipeline.ipynb" ;;
-  t1) TESTS="tests/test_exercises.py tests/test_lab_answers.py tests/test_lab_answers_later.py" ;;
-  t2) TESTS="--ignore=tests/test_exercises.py --ignore=tests/test_lab_answers.py --ignore=tests/test_lab_answers_later.py" ;;
+  t1) TESTS=$KEPT_ANSWERS ;;
+  t2) TESTS=$(for f in $KEPT_ANSWERS; do printf -- '--ignore=%s ' "$f"; done) ;;
   all|notebooks|tests) ;;
   *) echo "PART=$PART: use all, notebooks, tests, nb1 to nb5, t1 or t2 (see the top of this script)" >&2
      exit 2 ;;
