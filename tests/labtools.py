@@ -45,13 +45,39 @@ def nbgrader(*args, cwd):
     return r
 
 
+_GENERATED = []  # this process's one generation of every lab (see generated)
+
+
+def generated():
+    """A course folder where `nbgrader generate_assignment` made every lab from solutions/,
+    with its gradebook: made once per test process (one nbgrader run for all the labs, not
+    one per test; each run costs seconds to start) and copied by :func:`course`."""
+    if not _GENERATED:
+        import atexit
+        import tempfile
+
+        folder = Path(tempfile.mkdtemp(prefix="streamlab-generated-"))
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        shutil.copy(ROOT / "nbgrader_config.py", folder)
+        shutil.copytree(ROOT / "solutions", folder / "solutions",
+                        ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+        nbgrader("generate_assignment", "*", "--force",
+                 f"--db=sqlite:///{folder / 'gradebook.db'}", cwd=folder)
+        missing = [lab for lab in LABS if not (folder / "labs" / lab / f"{lab}.ipynb").exists()]
+        assert not missing, f"nbgrader generated no learner copy of {missing}"
+        _GENERATED.append(folder)
+    return _GENERATED[0]
+
+
 def course(tmp_path, lab):
-    """A throwaway course folder with the lab generated in it, and its gradebook."""
-    shutil.copy(ROOT / "nbgrader_config.py", tmp_path)
-    shutil.copytree(ROOT / "solutions" / lab, tmp_path / "solutions" / lab)
-    db = f"sqlite:///{tmp_path / 'gradebook.db'}"
-    nbgrader("generate_assignment", lab, "--force", f"--db={db}", cwd=tmp_path)
-    return db
+    """A throwaway course folder with the lab generated in it (by nbgrader, from
+    solutions/), and its gradebook; return the gradebook's URL."""
+    made = generated()
+    shutil.copy(made / "nbgrader_config.py", tmp_path)
+    for kind in ("solutions", "labs"):
+        shutil.copytree(made / kind / lab, tmp_path / kind / lab)
+    shutil.copy(made / "gradebook.db", tmp_path / "gradebook.db")
+    return f"sqlite:///{tmp_path / 'gradebook.db'}"
 
 
 def notebook(kind, lab):
