@@ -97,14 +97,19 @@ def run(path: Path, timeout: int) -> dict:
                             resources={"metadata": {"path": str(path.parent)}})
     t0 = time.perf_counter()
     error = None
+    # after the last cell, the kernel names the streamlab modules it imported (the stamp's
+    # modules); the probe's cell is taken out again before the notebook is saved
+    nb.cells.append(nbformat.v4.new_code_cell(provenance.PROBE))
     try:
         client.execute()
     except CellExecutionError as exc:
         error = str(exc).splitlines()[-1] if str(exc) else repr(exc)
         error = re.sub(r"\x1b\[[0-9;]*m", "", error)  # the traceback's colours
+    finally:
+        probe = nb.cells.pop()
     seconds = round(time.perf_counter() - t0, 1)
     if error is None:  # what the outputs ran: a test fails once the code moves on
-        provenance.stamp(nb, device_of(nb))
+        provenance.stamp(nb, device_of(nb), provenance.imported(stdout(probe)))
     else:
         nb.metadata.pop(provenance.KEY, None)
     nbformat.write(nb, path)

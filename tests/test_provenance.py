@@ -1,8 +1,10 @@
 """A committed output is never older than the code it ran (issue 29): each GPU run stamps
-the notebook with hashes of its code cells and of the package (streamlab.provenance), and
-these tests fail once either has moved on since."""
+the notebook with hashes of its code cells and of the package's modules that the run
+imported, with its data files (streamlab.provenance), and these tests fail once one of
+them has moved on since."""
 
 import copy
+import os
 from pathlib import Path
 
 import nbformat
@@ -24,35 +26,71 @@ def test_committed_outputs_are_not_older_than_the_code_they_ran(path):
         "NVIDIA"), "the stamp names no GPU"
 
 
-def test_a_changed_code_cell_or_package_makes_the_outputs_stale(monkeypatch):
+def _package(tmp_path):
+    """A small package to stamp against: two modules and a data file."""
+    (tmp_path / "a.py").write_text("x = 1\n")
+    (tmp_path / "cli.py").write_text("y = 2\n")
+    (tmp_path / "profiles").mkdir()
+    (tmp_path / "profiles" / "gpu.json").write_text("{}")
+    return tmp_path
+
+
+def test_a_changed_code_cell_or_imported_module_makes_the_outputs_stale(tmp_path):
+    root = _package(tmp_path)
     nb = nbformat.read(EXECUTED[0], as_version=4)
     fresh = copy.deepcopy(nb)
-    provenance.stamp(fresh, "NVIDIA test")
-    assert provenance.stale(fresh) is None
+    provenance.stamp(fresh, "NVIDIA test", ["a.py"], root)
+    assert set(fresh.metadata[provenance.KEY]["modules_sha256"]) == {"a.py",
+                                                                     "profiles/gpu.json"}
+    assert provenance.stale(fresh, root) is None
     edited = copy.deepcopy(fresh)
     code = next(c for c in edited.cells if c.cell_type == "code")
     code.source += "\nx = 1"
-    assert "code cells changed" in provenance.stale(edited)
+    assert "code cells changed" in provenance.stale(edited, root)
     prose = copy.deepcopy(fresh)
     next(c for c in prose.cells if c.cell_type == "markdown").source += " More words."
-    assert provenance.stale(prose) is None, "a change of prose alone leaves the outputs true"
-    monkeypatch.setattr(provenance, "package_hash", lambda root=None: "0" * 64)
-    assert "package changed" in provenance.stale(fresh)
+    assert provenance.stale(prose, root) is None, "a change of prose leaves the outputs true"
+    (root / "cli.py").write_text("y = 3\n")
+    assert provenance.stale(fresh, root) is None, "a module the run never imported"
+    (root / "a.py").write_text("x = 2\n")
+    assert "a.py" in provenance.stale(fresh, root)
+    (root / "a.py").write_text("x = 1\n")
+    (root / "profiles" / "gpu.json").write_text('{"a": 1}')
+    assert "profiles/gpu.json" in provenance.stale(fresh, root)
+    (root / "profiles" / "gpu.json").write_text("{}")
+    (root / "profiles" / "other.json").write_text("{}")
+    assert "profiles/other.json" in provenance.stale(fresh, root), "a new data file"
+    (root / "profiles" / "other.json").unlink()
+    (root / "a.py").unlink()
+    assert "a.py" in provenance.stale(fresh, root), "a module gone"
     unstamped = copy.deepcopy(nb)
     unstamped.metadata.pop(provenance.KEY, None)
-    assert "no record" in provenance.stale(unstamped)
+    assert "no record" in provenance.stale(unstamped, root)
+    old = copy.deepcopy(nb)
+    old.metadata[provenance.KEY] = {"device": "NVIDIA test", "code_sha256": "x",
+                                    "package_sha256": "y"}
+    old.metadata[provenance.KEY]["code_sha256"] = provenance.code_hash(old)
+    assert "older format" in provenance.stale(old, root)
 
 
-def test_the_package_hash_reads_every_source_file(tmp_path):
-    (tmp_path / "a.py").write_text("x = 1\n")
-    (tmp_path / "sub").mkdir()
-    (tmp_path / "sub" / "b.json").write_text("{}")
-    before = provenance.package_hash(tmp_path)
-    (tmp_path / "sub" / "b.json").write_text('{"a": 1}')
-    assert provenance.package_hash(tmp_path) != before
-    (tmp_path / "notes.txt").write_text("not a source")
-    after = provenance.package_hash(tmp_path)
-    assert provenance.package_hash(tmp_path) == after
+def test_the_probe_names_the_modules_a_kernel_imported(tmp_path):
+    """PROBE runs in a fresh interpreter as in a notebook's kernel: what it prints names
+    streamlab's modules imported there, relative to the package, and no others."""
+    import subprocess
+    import sys
+
+    code = "import streamlab.provenance\n" + provenance.PROBE
+    env = dict(os.environ, STREAMLAB_QUIET="1")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, env=env).stdout
+    names = provenance.imported(out)
+    assert {"__init__.py", "provenance.py"} <= set(names), names
+    assert all((provenance.PACKAGE / n).is_file() for n in names), names
+    assert "course.py" not in names, "the course's command line is not a lesson's import"
+    with pytest.raises(ValueError, match="expected one line"):
+        provenance.imported("nothing printed")
+    with pytest.raises(ValueError, match="not from"):
+        provenance.imported(provenance.MARK + ' ["/elsewhere/streamlab/check.py"]')
 
 
 def test_a_notebook_awaiting_a_gpu_run_shows_no_outputs_of_other_code():
