@@ -2,6 +2,7 @@
 it (no browser, no token), and stopped after; for test_course.py and test_browser.py."""
 
 import json
+import os
 import re
 import socket
 import subprocess
@@ -32,15 +33,28 @@ def get(url):
 class Server:
     """``python -m streamlab lab`` with the given flags, run from ``cwd``."""
 
-    def __init__(self, *flags, cwd=ROOT / "notebooks"):
+    def __init__(self, *flags, cwd=ROOT / "notebooks", workspace=None):
+        """``workspace``: where the learner's copy goes (STREAMLAB_WORKSPACE); default a
+        new temporary folder, so that a test never touches a developer's my-work/."""
         self.port = free_port()
         self.log = tempfile.TemporaryFile("w+")  # a pipe nobody reads would fill up
         self.base = f"http://127.0.0.1:{self.port}"
+        self._tmp = None
+        if workspace is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="streamlab-work-")
+            workspace = Path(self._tmp.name) / "my-work"
+        self.workspace = Path(workspace)
+        env = dict(os.environ, STREAMLAB_WORKSPACE=str(self.workspace))
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "streamlab", "lab", *flags, "--no-browser",
-             f"--port={self.port}", "--IdentityProvider.token=", "--ServerApp.password=",
-             "--ServerApp.allow_root=True"],
-            cwd=cwd, stdout=self.log, stderr=subprocess.STDOUT, text=True)
+             f"--port={self.port}", "--IdentityProvider.token=", "--ServerApp.password="],
+            cwd=cwd, env=env, stdout=self.log, stderr=subprocess.STDOUT, text=True)
+
+    def output(self) -> str:
+        """What the command printed so far."""
+        self.log.flush()
+        self.log.seek(0)
+        return self.log.read()
 
     def __enter__(self):
         deadline = time.monotonic() + 90
@@ -63,6 +77,8 @@ class Server:
         except subprocess.TimeoutExpired:
             self.proc.kill()
         self.log.close()
+        if self._tmp is not None:
+            self._tmp.cleanup()
 
     def page_config(self, path="/lab"):
         status, html = get(self.base + path)

@@ -85,3 +85,75 @@ def test_the_first_minutes_of_a_learner(course, page):
         for part in (1, 2, 3):
             page.get_by_text(f"Part {part}: not done yet: write your code in the cell "
                              f"above").first.wait_for(timeout=180_000)
+
+
+# --- every link lands where it points (issue 30) ----------------------------------------------
+OPEN = """async (path) => {
+  const app = window.jupyterapp;
+  await app.commands.execute('docmanager:open', {path});
+}"""
+CLOSE_ALL = """() => {
+  // close without saving: opening a notebook marks it changed (its kernel's metadata)
+  for (const w of [...window.jupyterapp.shell.widgets('main')]) {
+    if (w.context) w.context.model.dirty = false;
+    w.dispose();
+  }
+}"""
+
+
+WHERE = """(id) => {
+  const h = [...document.querySelectorAll('h1, h2, h3, h4')].find(
+    e => (e.id === id || e.dataset.jupyterId === id) && e.offsetParent !== null);
+  if (!h) return null;
+  const panel = h.closest('.jp-WindowedPanel-outer, .jp-NotebookPanel');
+  return h.getBoundingClientRect().top - panel.getBoundingClientRect().top;
+}"""
+
+
+def in_view(page, anchor):
+    """Where the heading with this id (JupyterLab's sanitizer names it data-jupyter-id) sits
+    in its scrolled notebook, in px below the top, or None if no visible heading has it."""
+    return page.evaluate(WHERE, anchor)
+
+
+def test_every_link_lands_where_it_points(course, page):
+    """Each lesson's and lab's links to its own sections, clicked: the notebook scrolls the
+    heading to the top (69 of 88 did nothing while the headings held a '·'). Links to other
+    files are checked to exist by test_notebooks.py and test_readme.py (and none names a
+    heading in a markdown file, which JupyterLab's viewer cannot scroll to); the first
+    minutes above follow one, from the README to lesson 00."""
+    from jupyter_server_for_tests import Server
+
+    # the learner's copies (a solved copy's markdown is its lesson's: test_lessons.py)
+    notebooks = sorted(p for p in (course / "notebooks").glob("[0-9][0-9]__*.ipynb")
+                       if "SOLUTION" not in p.name)
+    labs = sorted((course / "labs").glob("*/*.ipynb"))
+    dead, clicked = [], 0
+    with Server("--LabApp.expose_app_in_browser=True", cwd=course / "notebooks") as srv:
+        page.goto(srv.base + "/")
+        page.get_by_role("heading", name="Contents").first.wait_for(timeout=60_000)
+        page.wait_for_function("() => window.jupyterapp !== undefined", timeout=60_000)
+        # each notebook's links to its own sections
+        for path in notebooks + labs:
+            rel = path.relative_to(course).as_posix()
+            page.evaluate(CLOSE_ALL)
+            page.evaluate(OPEN, rel)
+            panel = page.locator(".jp-NotebookPanel:visible").first
+            panel.locator(".jp-MarkdownOutput").first.wait_for(timeout=30_000)
+            links = panel.locator(".jp-MarkdownOutput a[href^='#']:not(.jp-InternalAnchorLink)")
+            for i in range(links.count()):
+                link = links.nth(i)
+                anchor = link.get_attribute("href")[1:]
+                page.evaluate("() => document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) "
+                              ".jp-WindowedPanel-outer').scrollTop = 0")
+                link.click()
+                clicked += 1
+                try:
+                    page.wait_for_function(f"""() => {{
+                      const top = ({WHERE})({anchor!r});
+                      return top !== null && top >= -5 && top < 120;
+                    }}""", timeout=10_000)
+                except Exception:  # noqa: BLE001
+                    dead.append(f"{rel} -> #{anchor}: heading at {in_view(page, anchor)} px")
+    assert clicked >= 80, f"only {clicked} links clicked: the page did not render them?"
+    assert dead == [], "\n".join(dead)

@@ -54,14 +54,40 @@ def test_the_workspace_opens_the_readme_rendered_and_is_written_once(tmp_path):
     assert json.loads(path.read_text())["data"] == {}
 
 
-def test_a_learner_gets_the_whole_course_and_no_teacher_tools():
+def test_a_learner_gets_the_whole_course_in_their_own_copy_and_no_teacher_tools():
+    import urllib.request
+
+    lesson = "notebooks/00__getting_started__first_timeline.ipynb"
+    before = (ROOT / lesson).read_bytes()
     with Server() as srv:
         assert get(srv.base + "/")[0] == 200
-        for path in ("README.md", "notebooks", "labs/lab01__eight_streams"):
+        for path in ("README.md", "notebooks", "labs/lab01__eight_streams", lesson):
             assert get(f"{srv.base}/api/contents/{path}?content=0")[0] == 200, path
+        assert get(f"{srv.base}/api/contents/solutions?content=0")[0] == 404
         config = srv.page_config(f"/lab/workspaces/{lab.WORKSPACE}")
         assert lab.NBGRADER_LAB_EXTENSION in config["disabledExtensions"]
         assert get(srv.base + "/formgrader")[0] == 404
+        # a save, as JupyterLab's autosave makes it: it lands in the copy
+        status, text = get(f"{srv.base}/api/contents/{lesson}")
+        model = json.loads(text)
+        model["content"]["cells"][0]["source"] = "# my notes"
+        body = json.dumps({"type": "notebook", "format": "json",
+                           "content": model["content"]}).encode()
+        import http.cookiejar
+
+        jar = http.cookiejar.CookieJar()  # the server's XSRF cookie, as a browser keeps it
+        opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+        opener.open(f"{srv.base}/lab", timeout=30).read()
+        xsrf = next(c.value for c in jar if c.name == "_xsrf")
+        req = urllib.request.Request(f"{srv.base}/api/contents/{lesson}", data=body,
+                                     method="PUT",
+                                     headers={"Content-Type": "application/json",
+                                              "X-XSRFToken": xsrf})
+        with opener.open(req, timeout=30) as r:
+            assert r.status == 200
+        assert "# my notes" in (srv.workspace / lesson).read_text()
+        assert "your own copy of the course is" in srv.output()
+    assert (ROOT / lesson).read_bytes() == before, "the course's own lesson was written"
 
 
 def test_a_teacher_gets_nbgrader():
@@ -69,3 +95,127 @@ def test_a_teacher_gets_nbgrader():
         config = srv.page_config()
         assert lab.NBGRADER_LAB_EXTENSION not in config["disabledExtensions"]
         assert get(srv.base + "/formgrader")[0] != 404
+
+
+# --- the learner's own copy (streamlab.workspace) -----------------------------------------
+from streamlab import workspace  # noqa: E402
+
+
+def _course(tmp_path):
+    """A small course: a lesson in two copies, a lab and its solution, docs."""
+    course = tmp_path / "course"
+    for d in ("notebooks", "labs/lab01__x", "solutions/lab01__x", "docs"):
+        (course / d).mkdir(parents=True)
+    (course / "README.md").write_text("# Contents\n")
+    (course / "notebooks" / "00__start.ipynb").write_text('{"stub": 1}')
+    (course / "notebooks" / "00__start__SOLUTION.ipynb").write_text('{"solved": 1}')
+    (course / "labs" / "lab01__x" / "lab01__x.ipynb").write_text('{"lab": 1}')
+    (course / "solutions" / "lab01__x" / "lab01__x.ipynb").write_text('{"answer": 1}')
+    (course / "docs" / "gpu-results.md").write_text("figures\n")
+    return course
+
+
+def test_the_copy_holds_the_lessons_labs_and_docs_and_no_lab_solutions(tmp_path):
+    course = _course(tmp_path)
+    ws = tmp_path / "work"
+    sync = workspace.prepare(course, ws)
+    assert sorted(sync.new) == ["README.md", "docs/gpu-results.md",
+                                "labs/lab01__x/lab01__x.ipynb", "notebooks/00__start.ipynb",
+                                "notebooks/00__start__SOLUTION.ipynb"]
+    assert not (ws / "solutions").exists()
+    assert (ws / workspace.MARKER).exists()
+    assert workspace.prepare(course, ws).new == [], "a second start copies nothing"
+    assert not lab._is_course(ws), "a copy is not a course of its own"
+
+
+def test_the_copy_follows_the_course_but_never_overwrites_the_learners_work(tmp_path):
+    course = _course(tmp_path)
+    ws = tmp_path / "work"
+    workspace.prepare(course, ws)
+    (ws / "notebooks" / "00__start.ipynb").write_text('{"mine": 1}')  # the learner's save
+    (course / "docs" / "gpu-results.md").write_text("new figures\n")  # the course moves on
+    (course / "notebooks" / "00__start.ipynb").write_text('{"stub": 2}')
+    (course / "notebooks" / "01__next.ipynb").write_text('{"next": 1}')
+    sync = workspace.prepare(course, ws)
+    assert sync.updated == ["docs/gpu-results.md"]
+    assert sync.new == ["notebooks/01__next.ipynb"]
+    assert sync.both_changed == ["notebooks/00__start.ipynb"]
+    assert (ws / "notebooks" / "00__start.ipynb").read_text() == '{"mine": 1}'
+    assert "python -m streamlab reset 00__start" in "\n".join(sync.lines())
+    (ws / "README.md").unlink()  # deleted by the learner: it comes back
+    assert workspace.prepare(course, ws).new == ["README.md"]
+
+
+def test_reset_brings_the_course_version_back_and_keeps_the_learners(tmp_path):
+    course = _course(tmp_path)
+    ws = tmp_path / "work"
+    with pytest.raises(workspace.WorkspaceError, match="streamlab lab` makes it"):
+        workspace.reset(course, ws, "00")
+    workspace.prepare(course, ws)
+    assert workspace.reset(course, ws, "00") is None, "unchanged: nothing to keep"
+    (ws / "notebooks" / "00__start.ipynb").write_text('{"mine": 1}')
+    kept = workspace.reset(course, ws, "00")
+    assert (ws / "notebooks" / "00__start.ipynb").read_text() == '{"stub": 1}'
+    assert kept.parent == ws / workspace.OLD and kept.read_text() == '{"mine": 1}'
+    (ws / "labs" / "lab01__x" / "lab01__x.ipynb").write_text('{"mine": 2}')
+    workspace.reset(course, ws, "lab01")
+    assert (ws / "labs" / "lab01__x" / "lab01__x.ipynb").read_text() == '{"lab": 1}'
+    workspace.reset(course, ws, "00__start__SOLUTION")
+    with pytest.raises(workspace.WorkspaceError, match="names no lesson or lab.*00, lab01"):
+        workspace.reset(course, ws, "99")
+    (course / "notebooks" / "00__other.ipynb").write_text("{}")
+    with pytest.raises(workspace.WorkspaceError, match="could mean any of"):
+        workspace.reset(course, ws, "00")
+
+
+def test_a_copy_is_never_the_course_nor_a_folder_of_other_files(tmp_path):
+    course = _course(tmp_path)
+    with pytest.raises(workspace.WorkspaceError, match="the course folder itself"):
+        workspace.prepare(course, course)
+    other = tmp_path / "thesis"
+    other.mkdir()
+    (other / "chapter1.tex").write_text("")
+    with pytest.raises(workspace.WorkspaceError, match="not a copy of the course"):
+        workspace.prepare(course, other)
+    assert workspace.location(course, {}) == course / workspace.FOLDER
+    assert workspace.location(course, {workspace.ENV_VAR: str(other)}) == other
+
+
+def test_the_course_is_found_from_inside_a_copy_within_it(tmp_path):
+    course = _course(tmp_path)
+    ws = workspace.prepare(course).folder  # my-work/ inside the course
+    assert ws == course.resolve() / workspace.FOLDER
+    assert lab.course_root(ws / "notebooks") == course.resolve()
+
+
+def test_the_command_line_resets_a_lesson(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    course = _course(tmp_path)
+    ws = tmp_path / "work"
+    workspace.prepare(course, ws)
+    (ws / "notebooks" / "00__start.ipynb").write_text('{"mine": 1}')
+    env = dict(os.environ, STREAMLAB_WORKSPACE=str(ws), STREAMLAB_QUIET="1")
+    run = subprocess.run([sys.executable, "-m", "streamlab", "reset", "00"], cwd=course,
+                         env=env, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert "the course's version is back; yours is kept in" in run.stdout
+    assert (ws / "notebooks" / "00__start.ipynb").read_text() == '{"stub": 1}'
+    bad = subprocess.run([sys.executable, "-m", "streamlab", "reset", "nope"], cwd=course,
+                         env=env, capture_output=True, text=True)
+    assert bad.returncode == 2 and "names no lesson or lab" in bad.stderr
+
+
+def test_jupyterlab_renders_every_cell_and_runs_as_root(tmp_path):
+    cmd = lab.command(tmp_path, ["--port=1"], as_root=True)
+    settings = tmp_path / ".jupyter" / "settings"
+    assert f"--LabApp.user_settings_dir={settings}" in cmd
+    assert "--ServerApp.allow_root=True" in cmd
+    tracker = settings / "@jupyterlab/notebook-extension/tracker.jupyterlab-settings"
+    assert json.loads(tracker.read_text()) == {"windowingMode": "none"}
+    tracker.write_text('{"windowingMode": "defer"}')  # the learner's own choice stays
+    lab.command(tmp_path, [])
+    assert "defer" in tracker.read_text()
+    assert "--ServerApp.allow_root=True" not in lab.command(tmp_path, [], as_root=False)

@@ -65,16 +65,40 @@ def run_python(code, **env):
                           env=full, timeout=120)
 
 
-def test_simulator_is_announced_in_one_plain_line_and_what_is_patched_in_another():
+def test_the_simulator_is_announced_in_one_plain_line_that_says_why():
     r = run_python("import streamlab", STREAMLAB_DEVICE="sim")
     assert r.returncode == 0, r.stderr
     lines = r.stdout.strip().splitlines()
-    assert len(lines) == 2
-    assert "simulator" in lines[0] and "nothing runs concurrently" in lines[0]
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("streamlab: STREAMLAB_DEVICE=sim, so this runs on Numba's "
+                               "CUDA simulator.")
+    assert "nothing runs concurrently" in lines[0]
     assert "model of an NVIDIA H200, not a measurement" in lines[0]
+    assert "_simfill" not in lines[0] and "uninstall" not in lines[0]
     off = run_python("import streamlab", STREAMLAB_DEVICE="sim", STREAMLAB_MODEL="off")
     assert "host clock" in off.stdout.strip().splitlines()[0]
-    assert "fills the simulator's gaps" in lines[1] and "uninstall() undoes it" in lines[1]
+    numba = run_python("import streamlab", NUMBA_ENABLE_CUDASIM="1")
+    assert numba.stdout.startswith("streamlab: NUMBA_ENABLE_CUDASIM is set, so this runs")
+    if not streamlab.on_simulator():
+        return
+    auto = run_python("import streamlab")  # no GPU here: the banner says why
+    assert auto.stdout.startswith("streamlab: no NVIDIA GPU can be used here ("), auto.stdout
+
+
+def test_what_streamlab_changes_in_numba_is_in_the_doctors_report():
+    r = run_python("import sys; from streamlab.__main__ import main; sys.exit(main(['doctor']))",
+                   STREAMLAB_DEVICE="sim")
+    assert "watches numba's launches" in r.stdout and "uninstall() undoes it" in r.stdout
+
+
+def test_the_course_hands_jupyterlab_the_simulator_setting_as_it_found_it(monkeypatch):
+    from streamlab import _mode, course
+
+    monkeypatch.setattr(_mode, "ORIGINAL_CUDASIM", None)
+    env = course.environment(None, {"NUMBA_ENABLE_CUDASIM": "1", "PATH": "/bin"})
+    assert "NUMBA_ENABLE_CUDASIM" not in env and env["PATH"] == "/bin"
+    monkeypatch.setattr(_mode, "ORIGINAL_CUDASIM", "1")
+    assert course.environment(None, {})["NUMBA_ENABLE_CUDASIM"] == "1"
 
 
 def test_import_numba_first_then_streamlab_still_chooses():

@@ -78,5 +78,8 @@ if _os.environ.get("STREAMLAB_RACE_CHECK", "") not in ("", "0"):
     _start_session()
 
 if _os.environ.get("STREAMLAB_QUIET", "") in ("", "0"):
-    print(describe())
-    print(_hooks.banner())
+    # one line: what this runs on and what that means (what streamlab changes in numba to
+    # see it: `python -m streamlab doctor`, or streamlab._hooks.banner())
+    print(describe() + (" Every operation is race-checked (STREAMLAB_RACE_CHECK=1)."
+                        if _os.environ.get("STREAMLAB_RACE_CHECK", "") not in ("", "0")
+                        else ""))

@@ -31,8 +31,11 @@ def describe() -> str:
         label = _state.get("model")  # set by streamlab.model when it starts
         timing = (f"timelines and event times come from a {label}" if label
                   else "timings come from the host clock, not a GPU")
+        why = mode.reason  # a variable the learner set, or why no GPU could be used
+        lead = why if why.startswith(("STREAMLAB_DEVICE", "NUMBA_ENABLE_CUDASIM")) else \
+            f"no NVIDIA GPU can be used here ({why})"
         return (
-            f"streamlab: running on Numba's CUDA simulator ({mode.reason}). Results are "
+            f"streamlab: {lead}, so this runs on Numba's CUDA simulator. Results are "
             f"correct, but nothing runs concurrently in the simulator itself: {timing}."
         )
     from numba import cuda

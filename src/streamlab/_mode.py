@@ -97,6 +97,22 @@ def choose(environ=os.environ, probe=probe_driver) -> Mode:
     return Mode(True, why)
 
 
+#: NUMBA_ENABLE_CUDASIM as this process found it, before :func:`activate` set it (a program
+#: that starts others, as ``python -m streamlab lab`` starts JupyterLab, hands them this
+#: and not streamlab's own choice: each of them chooses for itself)
+ORIGINAL_CUDASIM = os.environ.get("NUMBA_ENABLE_CUDASIM")
+
+
+def as_found(env: dict) -> dict:
+    """``env`` with NUMBA_ENABLE_CUDASIM as this process found it (see ORIGINAL_CUDASIM)."""
+    env = dict(env)
+    if ORIGINAL_CUDASIM is None:
+        env.pop("NUMBA_ENABLE_CUDASIM", None)
+    else:
+        env["NUMBA_ENABLE_CUDASIM"] = ORIGINAL_CUDASIM
+    return env
+
+
 def activate(mode: Mode) -> None:
     """Make numba.cuda run in ``mode``; fail clearly if it already runs in the other."""
     loaded = _numba_cuda_loaded_mode()

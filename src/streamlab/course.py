@@ -1,12 +1,18 @@
 """``python -m streamlab lab``: open the whole course in JupyterLab.
 
-JupyterLab is started at the course's root folder, so that the contents table
-(``README.md``), ``notebooks/`` and ``labs/`` are all reachable and every relative link in
-them works. It opens on the contents table, rendered.
+A learner works in their own copy of the course (:mod:`streamlab.workspace`:
+``my-work/``, made on first use and brought up to date at each start), never in the
+tracked files: JupyterLab is started at that copy's root folder, so that the contents
+table (``README.md``), ``notebooks/`` and ``labs/`` are all reachable and every relative
+link in them works. It opens on the contents table, rendered. The labs' solutions are not
+in the copy.
 
-Learners see no teacher tools: nbgrader is installed with the ``[test]`` extra (the
-tests grade the labs with it), but its JupyterLab menus and panels are switched off
-here. ``python -m streamlab lab --teacher`` switches them on.
+Learners see no teacher tools: nbgrader's JupyterLab menus and panels, where nbgrader is
+installed, are switched off. ``python -m streamlab lab --teacher`` opens the course's own
+files instead, with nbgrader's tools on.
+
+Notebooks render every cell at once (JupyterLab's windowing off), so that a link to a
+heading lands on it. As root (a container), the server is allowed to run as root.
 
 Any other argument goes to ``jupyter lab`` as it is (``--port 8899``, ``--no-browser``).
 """
@@ -37,7 +43,11 @@ class CourseNotFound(RuntimeError):
 
 
 def _is_course(folder: Path) -> bool:
-    return all((folder / name).exists() for name in ("notebooks", "labs", "README.md"))
+    """A course folder, and not a learner's copy of one (streamlab.workspace)."""
+    from .workspace import MARKER
+
+    return all((folder / name).exists() for name in ("notebooks", "labs", "README.md")) \
+        and not (folder / MARKER).exists()
 
 
 def course_root(start: Path | None = None) -> Path:
@@ -94,16 +104,48 @@ def course_workspace(workspaces: Path) -> Path:
     return path
 
 
-def command(root: Path, extra: list[str]) -> list[str]:
+#: JupyterLab settings the course starts with (a learner's own changes to them stay): a
+#: notebook renders every cell, so that a link to a heading lands on it (with windowing
+#: on, JupyterLab places cells it has not rendered by an estimate, and a click landed
+#: hundreds of pixels off its heading)
+SETTINGS = {
+    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
+}
+
+
+def lab_settings(folder: Path) -> Path:
+    """Write :data:`SETTINGS` into ``folder`` (JupyterLab's user settings), each file once;
+    return ``folder``."""
+    for name, values in SETTINGS.items():
+        path = folder / name
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(values, indent=1))
+    return folder
+
+
+def running_as_root() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def command(root: Path, extra: list[str], *, as_root: bool = False) -> list[str]:
     """The ``jupyter lab`` command line that serves the course from ``root``."""
+    jupyter = root / ".jupyter"
+    allow = ["--ServerApp.allow_root=True"] if as_root and not any(
+        a.startswith(("--allow-root", "--ServerApp.allow_root")) for a in extra) else []
     return [sys.executable, "-m", "jupyter", "lab", f"--ServerApp.root_dir={root}",
-            f"--LabApp.workspaces_dir={root / '.jupyter' / 'workspaces'}",
-            f"--LabApp.default_url=/lab/workspaces/{WORKSPACE}", *extra]
+            f"--LabApp.workspaces_dir={jupyter / 'workspaces'}",
+            f"--LabApp.user_settings_dir={lab_settings(jupyter / 'settings')}",
+            f"--LabApp.default_url=/lab/workspaces/{WORKSPACE}", *allow, *extra]
 
 
 def environment(config: Path | None, base=None) -> dict[str, str]:
-    """The environment for ``jupyter lab``: with ``config`` first on JUPYTER_CONFIG_PATH."""
-    env = dict(os.environ if base is None else base)
+    """The environment for ``jupyter lab``: with ``config`` first on JUPYTER_CONFIG_PATH,
+    and NUMBA_ENABLE_CUDASIM as the learner left it (this process set it when it imported
+    streamlab; a kernel told "NUMBA_ENABLE_CUDASIM is set" would say so, untruly)."""
+    from ._mode import as_found
+
+    env = as_found(os.environ if base is None else base)
     if config is not None:
         rest = env.get("JUPYTER_CONFIG_PATH", "")
         env["JUPYTER_CONFIG_PATH"] = os.pathsep.join(p for p in (str(config), rest) if p)
@@ -112,20 +154,52 @@ def environment(config: Path | None, base=None) -> dict[str, str]:
 
 def main(argv: list[str]) -> int:
     """``python -m streamlab lab [--teacher] [jupyter lab options]`` (see the module)."""
+    from . import workspace
+
     teacher = "--teacher" in argv
     extra = [a for a in argv if a != "--teacher"]
     try:
-        root = course_root()
-    except CourseNotFound as err:
+        course = course_root()
+        if teacher:
+            root = course
+        else:
+            sync = workspace.prepare(course)
+            print("\n".join(sync.lines()), flush=True)
+            root = sync.folder
+    except (CourseNotFound, workspace.WorkspaceError) as err:
         print(f"streamlab lab: {err}", file=sys.stderr)
         return 2
     course_workspace(root / ".jupyter" / "workspaces")
-    who = "teacher (nbgrader's tools on)" if teacher else \
+    who = "teacher, on the course's own files (nbgrader's tools on)" if teacher else \
         "learner (nbgrader's tools off; --teacher switches them on)"
-    print(f"streamlab: opening the course at {root} in JupyterLab, as a {who}.", flush=True)
+    as_root = running_as_root()
+    print(f"streamlab: opening {root} in JupyterLab, as a {who}"
+          + (", allowed to run as root" if as_root else "") + ".", flush=True)
     config = None if teacher else learner_config(root / ".jupyter" / "learner-config")
     os.chdir(root)
     # Become jupyter lab (no child process): Ctrl-C and a terminate reach it directly.
-    cmd = command(root, extra)
+    cmd = command(root, extra, as_root=as_root)
     os.execve(cmd[0], cmd, environment(config))
     return 0  # not reached
+
+
+def reset_main(argv: list[str]) -> int:
+    """``python -m streamlab reset NAME ...``: the course's version of each named lesson
+    or lab back in the learner's copy (see streamlab.workspace)."""
+    from . import workspace
+
+    if not argv or any(a.startswith("-") for a in argv):
+        print("usage: python -m streamlab reset NAME ...   (NAME: 00, lab02, or a file "
+              "name)", file=sys.stderr)
+        return 2
+    try:
+        course = course_root()
+        for name in argv:
+            kept = workspace.reset(course, None, name)
+            print(f"streamlab: {name}: the course's version is back"
+                  + (f"; yours is kept in {kept}" if kept else " (yours was the same)")
+                  + ".")
+    except (CourseNotFound, workspace.WorkspaceError) as err:
+        print(f"streamlab reset: {err}", file=sys.stderr)
+        return 2
+    return 0

@@ -119,6 +119,9 @@ def report() -> tuple[str, int]:
     for name, v in versions().items():
         lines.append(f"  {name:<14} {v or 'not installed'}")
     lines.append(f"  {ENV_VAR:<14} {os.environ.get(ENV_VAR) or '(unset: chosen automatically)'}")
+    from ._hooks import banner
+
+    lines.append(f"  numba's calls  {banner().removeprefix('streamlab: ')}")
     from .profiler import cupti_probe
 
     cupti_ok, cupti_says = cupti_probe()

@@ -1,0 +1,230 @@
+"""The learner's own copy of the course, as nbgrader's fetch gives a student a copy.
+
+``python -m streamlab lab`` opens JupyterLab on this copy, never on the course's tracked
+files: what a learner writes, runs and saves (JupyterLab saves on its own every two
+minutes) stays in the copy, and the course stays as it was committed. The copy is made on
+first use, in ``my-work/`` inside the course folder (ignored by git), or where
+``STREAMLAB_WORKSPACE`` says. It holds the contents table (``README.md``), the lessons (the
+solved copies too, which the contents table links), the labs and ``docs/``; not the labs'
+solutions.
+
+Each start brings the copy up to date with the course, file by file:
+
+* a file missing from the copy is copied (a new lesson, or one the learner deleted);
+* a file the learner never changed follows the course when the course changes it;
+* a file the learner changed is theirs: it is never overwritten. When the course has
+  changed it too, the start says so, and ``python -m streamlab reset NAME`` takes the
+  course's version (the learner's own is kept in ``old-versions/``).
+
+``my-work/.streamlab-workspace.json`` records the hash of each file as it was copied; that
+is how a learner's change is told from the course's.
+
+>>> import tempfile
+>>> course = Path(tempfile.mkdtemp())
+>>> for d in ("notebooks", "labs", "solutions"): (course / d).mkdir()
+>>> _ = (course / "README.md").write_text("# Contents")
+>>> _ = (course / "notebooks" / "00__start.ipynb").write_text("{}")
+>>> ws = course / FOLDER
+>>> prepare(course, ws).new
+['README.md', 'notebooks/00__start.ipynb']
+>>> _ = (ws / "notebooks" / "00__start.ipynb").write_text('{"mine": 1}')
+>>> kept = reset(course, ws, "00")
+>>> (ws / "notebooks" / "00__start.ipynb").read_text(), kept.parent.name
+('{}', 'old-versions')
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["FOLDER", "MARKER", "ENV_VAR", "Sync", "WorkspaceError", "location", "prepare",
+           "reset", "course_files"]
+
+#: the learner's copy, inside the course folder (ignored by git)
+FOLDER = "my-work"
+#: the copy's record of what was copied: marks a folder as a copy, not a course
+MARKER = ".streamlab-workspace.json"
+#: where the copy goes instead of ``my-work/`` (a path)
+ENV_VAR = "STREAMLAB_WORKSPACE"
+#: where reset keeps the learner's own version of a file
+OLD = "old-versions"
+_SKIP = {".ipynb_checkpoints", "__pycache__"}
+
+
+class WorkspaceError(RuntimeError):
+    """The learner's copy cannot be made or reset as asked; the message says why."""
+
+
+@dataclass
+class Sync:
+    """What :func:`prepare` did: files copied, files that followed the course, and the
+    learner's changed files that the course has changed too (left as they are)."""
+
+    folder: Path
+    new: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    both_changed: list[str] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        """What a start prints about the copy, in plain words."""
+        out = [f"streamlab: your own copy of the course is {self.folder}: what you write "
+               f"and save stays there (the course's files are never changed)."]
+        if self.new:
+            out.append(f"streamlab: copied {len(self.new)} file(s) of the course into it.")
+        if self.updated:
+            out.append(f"streamlab: {len(self.updated)} file(s) you had not changed now "
+                       f"follow the course: {', '.join(self.updated[:5])}"
+                       + (" ..." if len(self.updated) > 5 else ""))
+        for rel in self.both_changed:
+            out.append(f"streamlab: the course changed {rel}, which you changed too; yours "
+                       f"is left as it is. `python -m streamlab reset {Path(rel).stem}` "
+                       f"takes the course's version and keeps yours in {OLD}/.")
+        return out
+
+
+def location(course: Path, environ=os.environ) -> Path:
+    """Where the learner's copy of ``course`` is: ``STREAMLAB_WORKSPACE``, else
+    ``my-work/`` in the course folder."""
+    chosen = (environ.get(ENV_VAR) or "").strip()
+    return Path(chosen).expanduser().resolve() if chosen else course / FOLDER
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def course_files(course: Path) -> dict[str, Path]:
+    """The files of ``course`` that a learner works in or reads, by path relative to the
+    course: the contents table, the lessons (both copies), the labs and docs/."""
+    files = {"README.md": course / "README.md"}
+    for top in ("notebooks", "labs", "docs"):
+        base = course / top
+        if not base.is_dir():
+            continue
+        for path in sorted(base.rglob("*")):
+            rel = path.relative_to(course)
+            if path.is_file() and not _SKIP.intersection(rel.parts):
+                files[rel.as_posix()] = path
+    return files
+
+
+def _record(ws: Path) -> dict:
+    path = ws / MARKER
+    if not path.exists():
+        return {"files": {}}
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError) as err:
+        raise WorkspaceError(f"{path} cannot be read ({err}): move it away and start again; "
+                             f"your files stay, and the course's changes will not "
+                             f"overwrite the ones that differ from the course") from None
+    if not isinstance(record.get("files"), dict):
+        raise WorkspaceError(f"{path} is not a record of a course copy: move it away and "
+                             f"start again")
+    return record
+
+
+def _save(ws: Path, record: dict) -> None:
+    (ws / MARKER).write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+
+
+def _check_place(course: Path, ws: Path) -> None:
+    if ws.resolve() == course.resolve():
+        raise WorkspaceError(f"{ENV_VAR} names the course folder itself ({course}): the "
+                             f"copy must be a folder of its own, or your saves would "
+                             f"change the course")
+    if ws.exists() and not ws.is_dir():
+        raise WorkspaceError(f"{ws} is a file, not a folder: set {ENV_VAR} to a folder")
+    if ws.is_dir() and any(ws.iterdir()) and not (ws / MARKER).exists():
+        raise WorkspaceError(f"{ws} already holds files that are not a copy of the course "
+                             f"(no {MARKER} in it): choose an empty or new folder with "
+                             f"{ENV_VAR}")
+
+
+def prepare(course: Path, ws: Path | None = None) -> Sync:
+    """Make ``ws`` (default: :func:`location`) the learner's up-to-date copy of
+    ``course`` (see the module); return what was done."""
+    course = Path(course).resolve()
+    ws = location(course) if ws is None else Path(ws)
+    _check_place(course, ws)
+    ws.mkdir(parents=True, exist_ok=True)
+    record = _record(ws)
+    copied = record["files"]
+    record["course"] = str(course)
+    sync = Sync(ws)
+    for rel, src in course_files(course).items():
+        dst = ws / rel
+        theirs = _sha(src)
+        if not dst.exists():
+            sync.new.append(rel)
+        else:
+            mine = _sha(dst)
+            if mine == theirs:
+                copied[rel] = theirs
+                continue
+            if mine != copied.get(rel):  # the learner changed it: theirs to keep
+                if copied.get(rel) != theirs:
+                    sync.both_changed.append(rel)
+                continue
+            sync.updated.append(rel)
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src, dst)
+        copied[rel] = theirs
+    _save(ws, record)
+    return sync
+
+
+def _match(files: dict[str, Path], name: str) -> list[str]:
+    """The course files ``name`` means: a path, a file name, or the start of one
+    (``00``, ``lab02``); the learner's copy of a lesson before its solved copy."""
+    name = name.strip().rstrip("/")
+    if name in files:
+        return [name]
+    hits = [rel for rel in files if Path(rel).name == name or Path(rel).stem == name]
+    if not hits:
+        hits = [rel for rel in files if Path(rel).name.startswith(name)
+                and rel.endswith(".ipynb")]
+    plain = [rel for rel in hits if "__SOLUTION" not in rel]
+    return plain if plain and len(plain) < len(hits) and "SOLUTION" not in name else hits
+
+
+def reset(course: Path, ws: Path | None, name: str) -> Path | None:
+    """Put the course's version of the file ``name`` names back in the learner's copy;
+    return where the learner's own version was kept (``old-versions/``), or None when it
+    was the course's already."""
+    course = Path(course).resolve()
+    ws = location(course) if ws is None else Path(ws)
+    if not (ws / MARKER).exists():
+        raise WorkspaceError(f"there is no copy of the course at {ws} yet: "
+                             f"`python -m streamlab lab` makes it")
+    files = course_files(course)
+    hits = _match(files, name)
+    if not hits:
+        lessons = sorted(Path(r).name for r in files if r.endswith(".ipynb")
+                         and "__SOLUTION" not in r)
+        raise WorkspaceError(f"{name!r} names no lesson or lab of the course; name one by "
+                             f"the start of its file name, as in: "
+                             f"{', '.join(n.split('__')[0] for n in lessons)}")
+    if len(hits) > 1:
+        raise WorkspaceError(f"{name!r} could mean any of {', '.join(hits)}: give more of "
+                             f"the name")
+    (rel,) = hits
+    record = _record(ws)
+    dst, src = ws / rel, files[rel]
+    kept = None
+    if dst.exists() and _sha(dst) != _sha(src):
+        stamp = datetime.datetime.now().strftime("%Y-%m-%d_%H%M%S")
+        kept = ws / OLD / f"{dst.stem}.{stamp}{dst.suffix}"
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(dst, kept)
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(src, dst)
+    record["files"][rel] = _sha(src)
+    _save(ws, record)
+    return kept
