@@ -252,6 +252,14 @@ def time_on(stream):
     end.synchronize()
     return start.elapsed_time(end)
 """, "record one event in the stream"),
+        "no wait for the end event before reading the time": ("""
+def time_on(stream):
+    start, end = cuda.event(), cuda.event()
+    start.record(stream)
+    streamlab.spin[1, 1, stream](SPIN_NS)
+    end.record(stream)
+    return start.elapsed_time(end)
+""", "end.synchronize()"),
         "both events before the launch": ("""
 def time_on(stream):
     start, end = cuda.event(), cuda.event()

@@ -3,11 +3,13 @@ words, and fails each wrong answer with a message that names the mistake; an unw
 stub says "not done yet"."""
 
 import importlib
+from pathlib import Path
 
 import pytest
 
 from exercise_answers import RIGHT, WRONG
 
+import streamlab
 from streamlab.check import CheckFailed
 
 
@@ -79,3 +81,41 @@ def test_a_failing_timing_check_draws_the_learners_timeline(monkeypatch):
     with pytest.raises(CheckFailed, match="overlapped only"):
         check.fail_with_timeline(trace, "two kernels: the work overlapped only 1.0-fold")
     assert len(shown) == 1 and isinstance(shown[0], Figure)
+
+
+def test_in_a_notebook_no_error_shows_a_frame_of_streamlab():
+    """In a kernel, as a learner sees it: a wrong answer shows the check's one line; the
+    mistake the check names (no wait before elapsed_time) no longer escapes as a traceback
+    through streamlab; any other error keeps the learner's frames and loses streamlab's;
+    an error in a check's own code says so in one line, with how to report it."""
+    import os
+
+    import nbformat
+    from nbclient import NotebookClient
+
+    from exercise_answers import WRONG
+
+    missing_wait, _ = WRONG[("00", 1, "time_on")]["no wait for the end event before "
+                                                  "reading the time"]
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(src) for src in (
+        "import streamlab\nfrom numba import cuda\n"
+        "from streamlab.exercises.lesson00 import *",
+        missing_wait + "\ncheck_exercise1(time_on)",
+        "e, e2, s = cuda.event(), cuda.event(), cuda.stream()\ne.record(s)\ne.elapsed_time(e2)",
+        "from streamlab.labs import part\nwith part(9, print):\n    {}['a check bug']",
+    )]
+    env = dict(os.environ, STREAMLAB_QUIET="1")
+    env.pop("STREAMLAB_RACE_CHECK", None)
+    NotebookClient(nb, kernel_name="python3", allow_errors=True, timeout=300).execute(env=env)
+    errors = [next(o for o in c.outputs if o.output_type == "error") for c in nb.cells[1:]]
+    package = str(Path(streamlab.__file__).parent)
+    for err in errors:
+        assert not any(package in line or "streamlab/" in line for line in err.traceback), \
+            "\n".join(err.traceback)
+    assert errors[0].ename == "CheckFailed" and len(errors[0].traceback) == 1
+    assert "end.synchronize()" in errors[0].traceback[0]
+    assert errors[1].ename == "CudaAPIError" and "e.elapsed_time(e2)" in "".join(
+        errors[1].traceback)
+    assert errors[2].ename == "InternalError" and len(errors[2].traceback) == 1
+    assert "bug in the course, not in your code" in errors[2].traceback[0]

@@ -54,6 +54,8 @@ def wrong_answer_fails(lab, target, code, check_id, phrase, also):
     results = run_in_process(lab, answers)
     assert results[check_id] is not None, f"the check passed a wrong answer: {code}"
     assert phrase in results[check_id], results[check_id]
+    # what the learner sees is the check's one line, never another error's traceback
+    assert results[check_id].startswith(("CheckFailed:", "RaceError:")), results[check_id]
     others = {k: v for k, v in results.items() if k != check_id and k not in also}
     assert all(v is None for v in others.values()), others
 

@@ -31,6 +31,56 @@ class NotDoneYet(CheckFailed):
     """The learner's function still raises NotImplementedError."""
 
 
+class InternalError(RuntimeError):
+    """A check failed in its own code, not in the learner's: a bug in the course."""
+
+
+#: what to do about an error a learner's code raised, by a piece of its message
+HINTS = (
+    (("CUDA_ERROR_NOT_READY", "has not been reached"),
+     "an event was read before it had happened: wait for it first (end.synchronize(), "
+     "then start.elapsed_time(end))"),
+    (("CUDA_ERROR_INVALID_HANDLE",),
+     "a stream or event of another context, or one already destroyed, was used"),
+    (("unexpected keyword argument", "positional argument"),
+     "a call's arguments do not match what it takes: see its help (help(name))"),
+)
+
+
+def _learner_line(exc, functions):
+    """The deepest frame of the learner's own code in ``exc``'s traceback (their
+    functions' cell, by its file), as ``line N: source``; None if none of it is there."""
+    import linecache
+
+    files = {fn.__code__.co_filename for fn in functions if hasattr(fn, "__code__")}
+    found, tb = None, exc.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code.co_filename in files:
+            found = tb
+        tb = tb.tb_next
+    if found is None:
+        return None
+    source = linecache.getline(found.tb_frame.f_code.co_filename, found.tb_lineno).strip()
+    return f"line {found.tb_lineno}: {source}" if source else f"line {found.tb_lineno}"
+
+
+def _as_one_line(label: str, exc: BaseException, functions) -> BaseException:
+    """The error a check shows for an exception that is not a check's verdict: the
+    learner's code raised it (one line: what, where, and what to do), or the check's own
+    code did (one line: a bug in the course, and how to report it)."""
+    what = f"{type(exc).__name__}: {exc}".strip()
+    where = _learner_line(exc, functions)
+    if where is None:
+        return InternalError(
+            f"{label}: the check itself failed ({what}). This is a bug in the course, not "
+            f"in your code: please report it (the course's issue tracker, or your "
+            f"teacher) with this line and your notebook")
+    hint = next((h for keys, h in HINTS if any(k in str(exc) for k in keys)),
+                "fix that line, then run the check again")
+    return CheckFailed(f"{label}: your code raised {what} (at {where}): {hint}")
+
+
 @contextlib.contextmanager
 def part(number: int, *functions, what: str = "Part"):
     """Run a part's check: ``Part N: passed``, ``Part N: not done yet``, or CheckFailed.
@@ -57,6 +107,14 @@ def part(number: int, *functions, what: str = "Part"):
         if not str(exc).startswith(label):
             exc.args = (f"{label}: {exc}",) + exc.args[1:]
         raise
+    except (KeyboardInterrupt, SystemExit, GeneratorExit):
+        raise
+    except BaseException as exc:  # noqa: BLE001  (one line for every other error)
+        from ..order import RaceError
+
+        if isinstance(exc, RaceError):
+            raise
+        raise _as_one_line(label, exc, functions) from None
     print(f"{label}: passed")
 
 
@@ -139,4 +197,38 @@ def install_ipython_display() -> None:
 
     shell = get_ipython()
     if shell is not None and hasattr(shell, "set_custom_exc"):
-        shell.set_custom_exc((CheckFailed, RaceError), _show_check_failure)
+        shell.set_custom_exc((Exception,), _show_error)
+
+
+def _package_dir() -> str:
+    return os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def without_streamlab_frames(tb):
+    """``tb`` with the frames of streamlab's own code left out: the learner's frames (and
+    the libraries' they called) remain, so the error still points at their line."""
+    import types
+
+    package = _package_dir()
+    kept = []
+    while tb is not None:
+        if not tb.tb_frame.f_code.co_filename.startswith(package):
+            kept.append(tb)
+        tb = tb.tb_next
+    out = None
+    for t in reversed(kept):
+        out = types.TracebackType(out, t.tb_frame, t.tb_lasti, t.tb_lineno)
+    return out
+
+
+def _show_error(shell, etype, value, tb, tb_offset=None):
+    """In IPython: a check's verdict (and a check's own failure) shows as its one-line
+    message; any other error shows its traceback without streamlab's frames."""
+    from ..order import RaceError
+
+    if isinstance(value, (CheckFailed, RaceError, InternalError)):
+        return _show_check_failure(shell, etype, value, tb, tb_offset)
+    stb = shell.InteractiveTB.structured_traceback(etype, value,
+                                                   without_streamlab_frames(tb), tb_offset)
+    shell._showtraceback(etype, value, stb)
+    return stb
