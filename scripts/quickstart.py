@@ -1,6 +1,6 @@
-"""Print the README's quick-start commands, one per line (install, open, test).
+"""Print the README's quick-start commands, one per line (set up and open, test).
 
-.ci/run runs the first and the last, so CI checks exactly what the README tells users.
+.ci/run runs both, so CI checks exactly what the README tells users.
 """
 
 import re

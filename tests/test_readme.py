@@ -1,4 +1,4 @@
-"""The README: three quick-start commands, and an example that runs."""
+"""The README: two quick-start commands, and an example that runs."""
 
 import re
 import subprocess
@@ -8,20 +8,76 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 
+import pytest  # noqa: E402
 import quickstart  # noqa: E402
 
 
-def test_quick_start_is_install_open_test():
-    install, open_, test = quickstart.commands(ROOT / "README.md")
-    assert install.startswith("python -m pip install") and ".[test]" in install
-    assert open_ == "python -m streamlab lab"  # JupyterLab at the course root (test_course.py)
-    assert test == "python -m pytest"
+def test_quick_start_is_open_then_test():
+    open_, test = quickstart.commands(ROOT / "README.md")
+    assert open_ == "python3 scripts/start.py"  # sets up .venv, opens JupyterLab
+    assert test == "python3 scripts/start.py test"
 
 
 def test_ci_runs_the_readme_commands():
     ci = (ROOT / ".ci" / "run").read_text()
     assert "scripts/quickstart.py README.md" in ci
-    assert 'eval "${cmds[0]}"' in ci and 'eval "${cmds[2]}"' in ci
+    assert '"${cmds[0]} --no-browser"' in ci and "scripts/lab_is_up.py" in ci
+    assert 'eval "${cmds[1]}"' in ci
+
+
+def _start():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("start", ROOT / "scripts" / "start.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_start_installs_again_only_when_pyproject_or_the_extras_change(tmp_path,
+                                                                           monkeypatch):
+    start = _start()
+    monkeypatch.setattr(start, "RECORD", tmp_path / "record.json")
+    monkeypatch.delenv("STREAMLAB_EXTRAS", raising=False)
+    calls = []
+    monkeypatch.setattr(start, "run", lambda cmd, **kw: calls.append(cmd[-1]))
+    start.install(Path("python"), [])
+    start.install(Path("python"), [])
+    assert calls == ["."], "the same install twice"
+    start.install(Path("python"), ["test"])
+    start.install(Path("python"), [])  # the lessons after the tests: nothing to add
+    assert calls == [".", ".[test]"]
+    monkeypatch.setenv("STREAMLAB_EXTRAS", "cu13")
+    start.install(Path("python"), [])
+    assert calls[-1] == ".[cu13,test]"
+    (tmp_path / "record.json").write_text('{"pyproject": "older", "extras": ["test"]}')
+    monkeypatch.delenv("STREAMLAB_EXTRAS")
+    start.install(Path("python"), [])
+    assert calls[-1] == ".", "a changed pyproject.toml: installed again"
+
+
+def test_without_ensurepip_the_start_fetches_pip(tmp_path, monkeypatch):
+    """As on Debian without python3-venv: `python3 -m venv` fails for want of ensurepip,
+    and the start makes the environment without pip and fetches pip."""
+    import urllib.request
+
+    start = _start()
+    monkeypatch.setattr(start, "VENV", tmp_path / "venv")
+    real = subprocess.run
+
+    def no_ensurepip(cmd, *args, **kwargs):
+        if cmd[1:3] == ["-m", "venv"] and "--without-pip" not in cmd:
+            return subprocess.CompletedProcess(cmd, 1, "", "ensurepip is not available")
+        return real(cmd, *args, **kwargs)
+
+    monkeypatch.setattr(start.subprocess, "run", no_ensurepip)
+    try:
+        urllib.request.urlopen(start.PIP_JSON, timeout=10).close()
+    except OSError as err:  # CI reaches PyPI: it installs the course from there
+        pytest.skip(f"PyPI ({start.PIP_JSON}) cannot be reached from here ({err})")
+    python = start.make_venv()
+    assert python == tmp_path / "venv" / "bin" / "python"
+    assert real([str(python), "-m", "pip", "--version"], capture_output=True).returncode == 0
 
 
 def test_the_example_runs(tmp_path):
