@@ -2,6 +2,7 @@
 
     python3 scripts/start.py [lab] [ARGS]   # the course in JupyterLab (ARGS go to it)
     python3 scripts/start.py test [ARGS]    # the tests (ARGS go to pytest)
+    python3 scripts/start.py reset NAME     # the course's version of a lesson, back
 
 The README's two commands. Only the Python standard library is used here, so this runs on
 a stock machine's own Python 3.11 to 3.13, such as Debian's or Ubuntu's, where `pip install`
@@ -118,11 +119,14 @@ def install(python: Path, extras: list[str]) -> None:
 
 
 def main(argv: list[str]) -> int:
-    what, args = (argv[0], argv[1:]) if argv and argv[0] in ("lab", "test") else ("lab", argv)
+    verbs = ("lab", "test", "reset")
+    what, args = (argv[0], argv[1:]) if argv and argv[0] in verbs else ("lab", argv)
     python = make_venv()
     install(python, ["test"] if what == "test" else [])
     if what == "test":
         cmd = [str(python), "-m", "pytest", *args]
+    elif what == "reset":
+        cmd = [str(python), "-m", "streamlab", "reset", *args]
     else:
         root = hasattr(os, "geteuid") and os.geteuid() == 0
         cmd = [str(python), "-m", "streamlab", "lab", *args] + (

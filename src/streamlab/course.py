@@ -63,7 +63,7 @@ def course_root(start: Path | None = None) -> Path:
     raise CourseNotFound(
         f"no course folder (one with notebooks/, labs/ and README.md) at or above {start}, "
         f"and streamlab was not installed from one. Run this from the folder you cloned "
-        f"the course into, after `python -m pip install -e \".[test]\"` there.")
+        f"the course into (python3 scripts/start.py sets it up and opens it).")
 
 
 def learner_config(folder: Path) -> Path:
