@@ -125,6 +125,8 @@ def lab_settings(folder: Path) -> Path:
 
 
 def running_as_root() -> bool:
+    """Is this process root (a container's usual user), whom jupyter lab refuses unless
+    allowed?"""
     return hasattr(os, "geteuid") and os.geteuid() == 0
 
 
