@@ -15,10 +15,9 @@ import subprocess
 import sys
 import time
 import urllib.request
-from pathlib import Path
+from start import venv_python  # the course's .venv, as the README's commands make it
 
-ROOT = Path(__file__).resolve().parent.parent
-JUPYTER = ROOT / ".venv" / "bin" / "jupyter"
+JUPYTER = venv_python().with_name("jupyter")
 
 
 def servers() -> list[dict]:

@@ -11,7 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from start import ROOT, VENV, venv_python  # the .venv the README's first command makes
+
 TEST_TOOLS = ("pytest", "nbval", "nbgrader", "playwright", "xdist")
 
 
@@ -34,7 +35,7 @@ def stated_mb(readme: Path) -> float:
 
 
 def main() -> int:
-    python = ROOT / ".venv" / "bin" / "python"
+    python = venv_python()
     code = ("import importlib.util as u; print(' '.join(m for m in %r if u.find_spec(m)))"
             % (TEST_TOOLS,))
     found = subprocess.run([str(python), "-c", code], capture_output=True, text=True,
@@ -43,7 +44,7 @@ def main() -> int:
         print(f"learner_install: the learner's install holds test tools: {found}",
               file=sys.stderr)
         return 1
-    have, said = size_mb(ROOT / ".venv"), stated_mb(ROOT / "README.md")
+    have, said = size_mb(VENV), stated_mb(ROOT / "README.md")
     print(f"learner_install: .venv holds {have:.0f} MB and no test tools; the README says "
           f"about {said:.0f} MB")
     if not 0.75 * said <= have <= 1.25 * said:

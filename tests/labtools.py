@@ -3,6 +3,7 @@
 (See test_labs.py, test_lab_answers.py and test_lab_grading.py.)
 """
 
+import functools
 import importlib
 import importlib.util
 import json
@@ -45,28 +46,24 @@ def nbgrader(*args, cwd):
     return r
 
 
-_GENERATED = []  # this process's one generation of every lab (see generated)
-
-
+@functools.cache
 def generated():
     """A course folder where `nbgrader generate_assignment` made every lab from solutions/,
     with its gradebook: made once per test process (one nbgrader run for all the labs, not
     one per test; each run costs seconds to start) and copied by :func:`course`."""
-    if not _GENERATED:
-        import atexit
-        import tempfile
+    import atexit
+    import tempfile
 
-        folder = Path(tempfile.mkdtemp(prefix="streamlab-generated-"))
-        atexit.register(shutil.rmtree, folder, ignore_errors=True)
-        shutil.copy(ROOT / "nbgrader_config.py", folder)
-        shutil.copytree(ROOT / "solutions", folder / "solutions",
-                        ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
-        nbgrader("generate_assignment", "*", "--force",
-                 f"--db=sqlite:///{folder / 'gradebook.db'}", cwd=folder)
-        missing = [lab for lab in LABS if not (folder / "labs" / lab / f"{lab}.ipynb").exists()]
-        assert not missing, f"nbgrader generated no learner copy of {missing}"
-        _GENERATED.append(folder)
-    return _GENERATED[0]
+    folder = Path(tempfile.mkdtemp(prefix="streamlab-generated-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    shutil.copy(ROOT / "nbgrader_config.py", folder)
+    shutil.copytree(ROOT / "solutions", folder / "solutions",
+                    ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+    nbgrader("generate_assignment", "*", "--force",
+             f"--db=sqlite:///{folder / 'gradebook.db'}", cwd=folder)
+    missing = [lab for lab in LABS if not (folder / "labs" / lab / f"{lab}.ipynb").exists()]
+    assert not missing, f"nbgrader generated no learner copy of {missing}"
+    return folder
 
 
 def course(tmp_path, lab):

@@ -10,6 +10,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 import pytest  # noqa: E402
 import quickstart  # noqa: E402
+import start  # noqa: E402
 
 
 def test_quick_start_is_open_then_test():
@@ -25,18 +26,8 @@ def test_ci_runs_the_readme_commands():
     assert 'eval "${cmds[1]}"' in ci
 
 
-def _start():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("start", ROOT / "scripts" / "start.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_the_start_installs_again_only_when_pyproject_or_the_extras_change(tmp_path,
                                                                            monkeypatch):
-    start = _start()
     monkeypatch.setattr(start, "RECORD", tmp_path / "record.json")
     monkeypatch.delenv("STREAMLAB_EXTRAS", raising=False)
     calls = []
@@ -61,7 +52,6 @@ def test_without_ensurepip_the_start_fetches_pip(tmp_path, monkeypatch):
     and the start makes the environment without pip and fetches pip."""
     import urllib.request
 
-    start = _start()
     monkeypatch.setattr(start, "VENV", tmp_path / "venv")
     real = subprocess.run
 
