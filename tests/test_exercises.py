@@ -119,3 +119,18 @@ def test_in_a_notebook_no_error_shows_a_frame_of_streamlab():
         errors[1].traceback)
     assert errors[2].ename == "InternalError" and len(errors[2].traceback) == 1
     assert "bug in the course, not in your code" in errors[2].traceback[0]
+
+
+def test_an_error_in_a_learners_callable_object_is_theirs_not_the_courses():
+    """A learner may pass an object with __call__, or a lambda: its error is still named
+    as the learner's, at their line, and fails the check (never a pass, never "a bug in
+    the course")."""
+    from streamlab.exercises.lesson00 import check_exercise2
+
+    class Launch:
+        def __call__(self, stream, d_x):
+            raise ValueError("my bug")
+
+    for answer in (Launch(), lambda stream, d_x: 1 / 0):
+        with pytest.raises(CheckFailed, match=r"Exercise 2: your code raised \w+Error.*at line"):
+            check_exercise2(answer)

@@ -190,8 +190,9 @@ def _match(files: dict[str, Path], name: str) -> list[str]:
     if not hits:
         hits = [rel for rel in files if Path(rel).name.startswith(name)
                 and rel.endswith(".ipynb")]
-    plain = [rel for rel in hits if "__SOLUTION" not in rel]
-    return plain if plain and len(plain) < len(hits) and "SOLUTION" not in name else hits
+    if "SOLUTION" not in name:  # "00" means the learner's copy, not the solved one
+        hits = [rel for rel in hits if "__SOLUTION" not in rel] or hits
+    return hits
 
 
 def reset(course: Path, ws: Path | None, name: str) -> Path | None:

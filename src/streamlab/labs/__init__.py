@@ -52,7 +52,9 @@ def _learner_line(exc, functions):
     functions' cell, by its file), as ``line N: source``; None if none of it is there."""
     import linecache
 
-    files = {fn.__code__.co_filename for fn in functions if hasattr(fn, "__code__")}
+    codes = (getattr(fn, "__code__", None) or getattr(type(fn).__call__, "__code__", None)
+             for fn in functions)  # a function, or an object the learner made callable
+    files = {code.co_filename for code in codes if code is not None}
     found, tb = None, exc.__traceback__
     while tb is not None:
         code = tb.tb_frame.f_code
@@ -200,16 +202,14 @@ def install_ipython_display() -> None:
         shell.set_custom_exc((Exception,), _show_error)
 
 
-def _package_dir() -> str:
-    return os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-
-
 def without_streamlab_frames(tb):
     """``tb`` with the frames of streamlab's own code left out: the learner's frames (and
     the libraries' they called) remain, so the error still points at their line."""
     import types
 
-    package = _package_dir()
+    from ..provenance import PACKAGE
+
+    package = str(PACKAGE) + os.sep
     kept = []
     while tb is not None:
         if not tb.tb_frame.f_code.co_filename.startswith(package):
