@@ -89,6 +89,39 @@ def test_eight_streams_overlap_and_legacy_dummies_serialise_them(gpu_sized):
     assert per_thread.concurrency >= 5
 
 
+def test_the_overlap_check_judges_the_model_on_the_simulator(gpu_sized, capsys,
+                                                            monkeypatch):
+    """Lab 01's and lesson 01's overlap check: passed by eight streams, failed on the model
+    GPU by the same kernels chained by events (each stream waits for the one before, the
+    structure a careless learner's extra waits give); not checked, and said so, with the
+    model off. (A chain, not legacy dummies: the check's end events would wait for the last
+    dummy in every stream, and its spans would all end together.)"""
+    from streamlab import check
+
+    def timed(chained):
+        streams = [cuda.stream() for _ in range(8)]
+        data = [cuda.device_array(1 << 10, dtype=np.float32) for _ in range(8)]
+        with check.time_per_stream(streams) as timing:
+            before = None
+            for st, d in zip(streams, data):
+                if chained and before is not None:
+                    before.wait(st)
+                rennich[1, 64, st](d, d.size)
+                before = cuda.event(timing=False)
+                before.record(st)
+        return timing[0]
+
+    best = max((timed(False) for _ in range(3)), key=lambda t: t.metrics().concurrency)
+    check.concurrency_at_least(best, 0.65 * 8, "eight streams")
+    assert "eight streams: overlapped" in capsys.readouterr().out
+    label = model.simulator_model().profile.label.split(",")[0]
+    with pytest.raises(check.CheckFailed, match=f"overlapped only .*-fold on the {label}"):
+        check.concurrency_at_least(timed(True), 0.65 * 8, "chained by events")
+    monkeypatch.setitem(model._sim, "model", None)
+    check.concurrency_at_least(best, 100, "with the model off")
+    assert "overlap not checked" in capsys.readouterr().out
+
+
 def test_eight_host_threads_overlap_their_kernels():
     tl = streamlab.Timeline()
     streams = [cuda.stream() for _ in range(8)]
