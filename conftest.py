@@ -40,17 +40,7 @@ collect_ignore = [] if importlib.util.find_spec("nbgrader") else [
 # expected to fail, strictly: once scripts/gpu-check.sh has run a notebook, they pass, and
 # pytest fails until its entry is taken off this list. tests/test_provenance.py holds the
 # entries to that (the notebook exists, has no outputs and no stamp).
-_URGENT_WAIT = ("issue 29: section 5's urgent wait is now timed three times (the shortest "
-                "kept) and claimed under half; that code has not yet run on a GPU")
-_CLOSE_MAKESPANS = ("issue 29: the claim that the post's two programs take close times moved "
-                    "to the GPU-only claims (on the simulator a busy machine's Python time "
-                    "between calls pushed them 28 % apart in CI); not yet run on a GPU")
-AWAITING_GPU_RUN = {
-    **{f"notebooks/08__streams_and_the_hardware__priorities_queues{copy}.ipynb": _URGENT_WAIT
-       for copy in ("", "__SOLUTION")},
-    **{f"notebooks/03__rendezvous_stream__producers_consumers{copy}.ipynb": _CLOSE_MAKESPANS
-       for copy in ("", "__SOLUTION")},
-}
+AWAITING_GPU_RUN: dict[str, str] = {}
 READS_A_GPU_RUN = {
     "test_committed_outputs_come_from_a_gpu_run",
     "test_committed_outputs_are_not_older_than_the_code_they_ran",

@@ -353,9 +353,9 @@ def check_part3(run_batches, *, count=5, k=K, seed=None):
                 run()
                 best[name].append((time.perf_counter() - t0) * 1000 / count)
         graphed, streamed = min(best["graph"]), min(best["streams"])
-        if graphed > streamed:
-            check.fail(f"a batch by graph took {graphed:.3f} ms against {streamed:.3f} ms "
-                       f"streamed: the replay should cost the host one call. Is something "
-                       f"besides the launch and one wait in the loop?")
+        # printed, not graded: which is faster moves between runs of a right answer (on an
+        # H100, 84 % in one run and 101 % in another). The replay's one call per batch is
+        # graded above, by what the loop issued.
         print(f"{count} batches of {k} chunks: graph {graphed:.3f} ms a batch, streams "
-              f"{streamed:.3f} ms ({graphed / streamed:.0%})")
+              f"{streamed:.3f} ms ({graphed / streamed:.0%}; timed for you to compare, "
+              f"not graded)")
