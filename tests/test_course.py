@@ -146,6 +146,40 @@ def test_the_copy_follows_the_course_but_never_overwrites_the_learners_work(tmp_
     assert workspace.prepare(course, ws).new == ["README.md"]
 
 
+def test_a_notebook_only_opened_is_not_the_learners_work(tmp_path):
+    """JupyterLab rewrites a notebook's kernel metadata as a kernel connects, and autosaves
+    it, before anything is typed (seen in Chromium: the kernelspec's display name and the
+    Python version, at JupyterLab's own spacing). Such a copy still follows the course;
+    a changed cell does not."""
+    course = _course(tmp_path)
+    committed = {"cells": [{"cell_type": "code", "source": "x = 1", "metadata": {},
+                            "outputs": [], "execution_count": None}],
+                 "metadata": {"kernelspec": {"display_name": "Python 3", "name": "python3"},
+                              "language_info": {"name": "python", "version": "3.12.3"}},
+                 "nbformat": 4, "nbformat_minor": 5}
+    lesson = course / "notebooks" / "00__start.ipynb"
+    lesson.write_text(json.dumps(committed, indent=1))
+    ws = tmp_path / "work"
+    workspace.prepare(course, ws)
+    opened = json.loads(json.dumps(committed))
+    opened["metadata"]["kernelspec"]["display_name"] = "Python 3 (ipykernel)"
+    opened["metadata"]["language_info"]["version"] = "3.11.7"
+    mine = ws / "notebooks" / "00__start.ipynb"
+    mine.write_text(json.dumps(opened, indent=2, sort_keys=True) + "\n")
+    assert workspace.changed_by_learner(course, ws) == []
+    committed["cells"][0]["source"] = "x = 2"  # the course moves on
+    lesson.write_text(json.dumps(committed, indent=1))
+    assert workspace.prepare(course, ws).updated == ["notebooks/00__start.ipynb"]
+    assert json.loads(mine.read_text())["cells"][0]["source"] == "x = 2"
+    opened["cells"][0]["source"] = "x = 3"  # the learner's answer
+    mine.write_text(json.dumps(opened, indent=1))
+    assert workspace.changed_by_learner(course, ws) == ["notebooks/00__start.ipynb"]
+    assert workspace.prepare(course, ws).updated == []
+    (ws / "labs" / "lab01__x" / "lab01__x.ipynb").write_text("{not json")  # still theirs
+    assert workspace.changed_by_learner(course, ws) == ["labs/lab01__x/lab01__x.ipynb",
+                                                         "notebooks/00__start.ipynb"]
+
+
 def test_reset_brings_the_course_version_back_and_keeps_the_learners(tmp_path):
     course = _course(tmp_path)
     ws = tmp_path / "work"

@@ -17,7 +17,11 @@ Each start brings the copy up to date with the course, file by file:
   course's version (the learner's own is kept in ``old-versions/``).
 
 ``my-work/.streamlab-workspace.json`` records the hash of each file as it was copied; that
-is how a learner's change is told from the course's.
+is how a learner's change is told from the course's. A notebook's hash leaves out what
+JupyterLab rewrites the moment a kernel connects, before anything is typed (the kernel's
+name and Python version in the notebook's metadata, :data:`KERNEL_METADATA`): a lesson
+only opened, and saved by JupyterLab's autosave, is not the learner's change, and still
+follows the course.
 
 >>> import tempfile
 >>> course = Path(tempfile.mkdtemp())
@@ -43,8 +47,8 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["FOLDER", "MARKER", "ENV_VAR", "Sync", "WorkspaceError", "location", "prepare",
-           "reset", "course_files"]
+__all__ = ["FOLDER", "MARKER", "ENV_VAR", "KERNEL_METADATA", "Sync", "WorkspaceError",
+           "location", "prepare", "reset", "course_files", "changed_by_learner", "content_hash"]
 
 #: the learner's copy, inside the course folder (ignored by git)
 FOLDER = "my-work"
@@ -55,6 +59,9 @@ ENV_VAR = "STREAMLAB_WORKSPACE"
 #: where reset keeps the learner's own version of a file
 OLD = "old-versions"
 _SKIP = {".ipynb_checkpoints", "__pycache__"}
+#: a notebook's metadata that JupyterLab writes from the kernel it connects (seen: the
+#: kernelspec's display name and the Python version), not the learner's work
+KERNEL_METADATA = ("kernelspec", "language_info")
 
 
 class WorkspaceError(RuntimeError):
@@ -95,8 +102,45 @@ def location(course: Path, environ=os.environ) -> Path:
     return Path(chosen).expanduser().resolve() if chosen else course / FOLDER
 
 
-def _sha(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+def _number(text: str):
+    """A JSON number as JupyterLab's JavaScript writes it back: ``1.0`` becomes ``1``."""
+    value = float(text)
+    return int(value) if value.is_integer() and abs(value) < 2 ** 53 else value
+
+
+def content_hash(path: Path) -> str:
+    """SHA-256 of what the learner can change in ``path``: its bytes, or for a notebook its
+    JSON without :data:`KERNEL_METADATA`, whatever the spacing, and with a whole number
+    written ``1.0`` or ``1`` alike (JupyterLab writes numbers as JavaScript does). A
+    notebook that is not valid JSON is hashed as bytes.
+
+    >>> import tempfile
+    >>> p = Path(tempfile.mkdtemp()) / "a.ipynb"
+    >>> _ = p.write_text('{"cells": [], "metadata": {"kernelspec": {"display_name": "Python 3"}}}')
+    >>> h = content_hash(p)
+    >>> _ = p.write_text('{"metadata": {"kernelspec": {"display_name": "Python 3 (ipykernel)"}}, '
+    ...                  ' "cells": []}')
+    >>> content_hash(p) == h
+    True
+    >>> _ = p.write_text('{"cells": [{"x": 1.0}], "metadata": {}}')
+    >>> h = content_hash(p)
+    >>> _ = p.write_text('{"cells": [{"x": 1}], "metadata": {}}')
+    >>> content_hash(p) == h
+    True
+    """
+    data = path.read_bytes()
+    if path.suffix == ".ipynb":
+        try:
+            nb = json.loads(data, parse_float=_number)
+        except ValueError:
+            nb = None
+        if isinstance(nb, dict):
+            meta = nb.get("metadata")
+            if isinstance(meta, dict):
+                nb["metadata"] = {k: v for k, v in meta.items() if k not in KERNEL_METADATA}
+            data = json.dumps(nb, sort_keys=True).encode()
+    return hashlib.sha256(data).hexdigest()
+
 
 
 def course_files(course: Path) -> dict[str, Path]:
@@ -160,11 +204,11 @@ def prepare(course: Path, ws: Path | None = None) -> Sync:
     sync = Sync(ws)
     for rel, src in course_files(course).items():
         dst = ws / rel
-        theirs = _sha(src)
+        theirs = content_hash(src)
         if not dst.exists():
             sync.new.append(rel)
         else:
-            mine = _sha(dst)
+            mine = content_hash(dst)
             if mine == theirs:
                 copied[rel] = theirs
                 continue
@@ -178,6 +222,16 @@ def prepare(course: Path, ws: Path | None = None) -> Sync:
         copied[rel] = theirs
     _save(ws, record)
     return sync
+
+
+def changed_by_learner(course: Path, ws: Path | None = None) -> list[str]:
+    """The files of the learner's copy that differ from what was copied into it (their
+    own work, which a start leaves as it is), by path relative to the copy."""
+    course = Path(course).resolve()
+    ws = location(course) if ws is None else Path(ws)
+    copied = _record(ws)["files"]
+    return [rel for rel in sorted(copied) if (ws / rel).is_file()
+            and content_hash(ws / rel) != copied[rel]]
 
 
 def _match(files: dict[str, Path], name: str) -> list[str]:
@@ -219,13 +273,13 @@ def reset(course: Path, ws: Path | None, name: str) -> Path | None:
     record = _record(ws)
     dst, src = ws / rel, files[rel]
     kept = None
-    if dst.exists() and _sha(dst) != _sha(src):
+    if dst.exists() and content_hash(dst) != content_hash(src):
         stamp = datetime.datetime.now().strftime("%Y-%m-%d_%H%M%S")
         kept = ws / OLD / f"{dst.stem}.{stamp}{dst.suffix}"
         kept.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(dst, kept)
     dst.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(src, dst)
-    record["files"][rel] = _sha(src)
+    record["files"][rel] = content_hash(src)
     _save(ws, record)
     return kept
