@@ -70,7 +70,10 @@ class Server:
             time.sleep(0.5)
         raise AssertionError("jupyter lab did not start within 90 s")
 
-    def __exit__(self, *exc):
+    def __exit__(self, exc_type, *exc):
+        if exc_type is not None:  # what the server said, for the failure's report
+            print(f"--- jupyter lab's output (the test failed inside it) ---\n"
+                  f"{self.output()[-8000:]}")
         self.proc.terminate()
         try:
             self.proc.wait(timeout=20)
