@@ -59,7 +59,23 @@ def _awaiting(item):
     return AWAITING_GPU_RUN.get(os.path.relpath(str(path), _ROOT).replace(os.sep, "/"))
 
 
+#: test files that run longest, mostly waiting on a browser: started first, so that the
+#: other worker runs the rest of the suite meanwhile, instead of one worker finishing them
+#: alone at the end. Under --dist loadfile a file goes whole to one worker; with
+#: --no-loadscope-reorder (pyproject.toml) in the order collected, which is set here: these
+#: files, then the others by their number of tests, most first (xdist's own reordering)
+_FIRST = ("tests/test_browser.py",)
+
+
+def _file(item) -> str:
+    return item.nodeid.split("::")[0]
+
+
 def pytest_collection_modifyitems(config, items):
+    counts = {}
+    for item in items:
+        counts[_file(item)] = counts.get(_file(item), 0) + 1
+    items.sort(key=lambda item: (_file(item) not in _FIRST, -counts[_file(item)]))  # stable
     for item in items:
         if item.get_closest_marker("gpu"):
             item.fixturenames.insert(0, "_require_gpu")
