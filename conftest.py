@@ -59,12 +59,18 @@ def _awaiting(item):
     return AWAITING_GPU_RUN.get(os.path.relpath(str(path), _ROOT).replace(os.sep, "/"))
 
 
-#: test files that run longest, mostly waiting on a browser: started first, so that the
-#: other worker runs the rest of the suite meanwhile, instead of one worker finishing them
-#: alone at the end. Under --dist loadfile a file goes whole to one worker; with
-#: --no-loadscope-reorder (pyproject.toml) in the order collected, which is set here: these
-#: files, then the others by their number of tests, most first (xdist's own reordering)
-_FIRST = ("tests/test_browser.py",)
+#: test files that take longest whole, slowest first (measured on two cores: the browser
+#: tests about 2 minutes, mostly waiting on JupyterLab; the nbgrader autograde runs 1.5 to
+#: 2 minutes a file; the capstone under nbval 1.5 to 2.5 minutes a copy): started first, so
+#: that the other workers run the rest of the suite meanwhile, instead of one worker
+#: finishing a long file alone at the end (a file with few but slow tests came last when
+#: the files went by their number of tests, and the run's last two minutes were its tail).
+#: Under --dist loadfile a file goes whole to one worker; with --no-loadscope-reorder
+#: (pyproject.toml) in the order collected, which is set here: these files, then the others
+#: by their number of tests, most first (xdist's own reordering)
+_FIRST = ("tests/test_browser.py", "tests/test_lab_grading.py",
+          "notebooks/10__capstone__streamed_pipeline__SOLUTION.ipynb",
+          "notebooks/10__capstone__streamed_pipeline.ipynb", "tests/test_lab_grading_later.py")
 
 
 def _file(item) -> str:
@@ -75,7 +81,9 @@ def pytest_collection_modifyitems(config, items):
     counts = {}
     for item in items:
         counts[_file(item)] = counts.get(_file(item), 0) + 1
-    items.sort(key=lambda item: (_file(item) not in _FIRST, -counts[_file(item)]))  # stable
+    first = {name: rank for rank, name in enumerate(_FIRST)}
+    items.sort(key=lambda item: (first.get(_file(item), len(first)),  # stable
+                                 -counts[_file(item)]))
     for item in items:
         if item.get_closest_marker("gpu"):
             item.fixturenames.insert(0, "_require_gpu")
