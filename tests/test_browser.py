@@ -37,6 +37,7 @@ import urllib.parse
 from pathlib import Path
 
 import pytest
+from exercise_answers import RIGHT
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = os.environ.get("STREAMLAB_CHROMIUM", "/usr/bin/chromium")
@@ -127,19 +128,10 @@ def run_all(page):
 
 
 LESSON_00 = "notebooks/00__getting_started__first_timeline.ipynb"
-#: exercise 1 of lesson 00 answered, the whole cell as the learner leaves it
-ANSWER_00 = '''from streamlab.exercises.lesson00 import SPIN_NS, check_exercise1
-
-def time_on(stream):
-    """Milliseconds the 2 ms spin kernel takes in `stream`, timed by two events."""
-    start, end = cuda.event(), cuda.event()
-    start.record(stream)
-    streamlab.spin[1, 1, stream](SPIN_NS)
-    end.record(stream)
-    end.synchronize()
-    return start.elapsed_time(end)
-
-check_exercise1(time_on)'''
+#: exercise 1 of lesson 00 answered (the solution kept in exercise_answers.py), the whole
+#: cell as the learner leaves it
+ANSWER_00 = ("from streamlab.exercises.lesson00 import SPIN_NS, check_exercise1\n\n"
+             + RIGHT[("00", 1, "time_on")]["solution"].strip() + "\n\ncheck_exercise1(time_on)")
 
 
 def wait_for_file(path, holds, what, timeout=60):
