@@ -93,3 +93,43 @@ def test_the_learners_copy_carries_no_record_of_a_gpu_run(lab):
     """The solution's outputs came from a GPU run, stamped (streamlab.provenance); the
     learner's copy has none, so nbgrader_config.py's DropRunStamp leaves the stamp out."""
     assert "streamlab_run" not in notebook("labs", lab).metadata
+
+
+# --- overlap measured again when one run falls short -------------------------------------
+def test_a_run_stretched_by_a_busy_host_is_measured_again_and_waiting_work_never_passes(
+        capsys):
+    """Lab 01 judges the best of up to three runs: right code whose one run another program
+    stretched passes on the next, and says it measured again; code that waits falls short
+    every time and fails, on its best run, after three."""
+    from streamlab import check
+    from streamlab.labs import lab01
+    from streamlab.trace import Span, Trace
+
+    overlapped = Trace.from_spans([Span(f"k{i}", f"s{i}", "kernel", 0, 1) for i in range(8)])
+    serial = Trace.from_spans([Span(f"k{i}", f"s{i}", "kernel", i, i + 1) for i in range(8)])
+    runs = iter([serial, overlapped])
+    calls = []
+
+    def stretched_once():
+        calls.append(1)
+        return next(runs)
+
+    lab01._best_overlap(stretched_once, 5.2, "eight")
+    out = capsys.readouterr().out
+    assert len(calls) == 2
+    assert "run 1 overlapped only 1.0-fold" in out and "measured again" in out
+    assert "eight: overlapped 8.0-fold" in out
+
+    calls.clear()
+
+    def always_serial():
+        calls.append(1)
+        return serial
+
+    with pytest.raises(check.CheckFailed, match="overlapped only 1.0-fold"):
+        lab01._best_overlap(always_serial, 5.2, "eight")
+    assert len(calls) == 3
+
+    calls.clear()
+    lab01._best_overlap(lambda: calls.append(1) or overlapped, 5.2, "eight")
+    assert len(calls) == 1, "a run that overlaps is measured once"

@@ -123,23 +123,28 @@ def test_the_overlap_check_judges_the_model_on_the_simulator(gpu_sized, capsys,
 
 
 def test_eight_host_threads_overlap_their_kernels():
-    tl = streamlab.Timeline()
-    streams = [cuda.stream() for _ in range(8)]
+    def eight_threads():
+        tl = streamlab.Timeline()
+        streams = [cuda.stream() for _ in range(8)]
 
-    def work(i):
-        with tl.span(f"kernel {i}", streams[i]):
-            streamlab.spin[1, 1, streams[i]](streamlab.ms_to_ns(5))
+        def work(i):
+            with tl.span(f"kernel {i}", streams[i]):
+                streamlab.spin[1, 1, streams[i]](streamlab.ms_to_ns(5))
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    cuda.synchronize()
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        cuda.synchronize()
+        return tl.trace().metrics().concurrency
+
     # One after another would be 1. The threads take turns at the GIL, and each one's
     # issue time counts, as on a GPU: notebook 01's committed H200 run gives 8 threads
-    # 13.1 ms against 7.3 ms for one kernel, a concurrency of about 4.5.
-    assert tl.trace().metrics().concurrency >= 4
+    # 13.1 ms against 7.3 ms for one kernel, a concurrency of about 4.5. The host's real
+    # time between calls counts too, so other processes busy on this machine (the other
+    # test workers) can stretch one run: the best of three is judged (CI once read 3.4).
+    assert max(eight_threads() for _ in range(3)) >= 4
 
 
 def harris_like(version, n, chunks=4):

@@ -125,7 +125,9 @@ def test_the_spin_kernel_takes_its_time_on_the_model_not_the_host():
     assert time.perf_counter() - t0 < 0.1
     assert end.query() is False  # a GPU would still be spinning
     end.synchronize()
-    assert 500 <= start.elapsed_time(end) < 500.2
+    # the events bracket the spin's 500 ms and the host's time between the two records,
+    # which the model counts as it really was (a loaded CI machine once took 1.08 ms)
+    assert 500 <= start.elapsed_time(end) < 505
 
 
 def test_with_the_model_off_nanosleep_sleeps_on_the_host(tmp_path):

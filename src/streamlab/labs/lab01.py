@@ -15,6 +15,7 @@ from numba import cuda
 import streamlab
 
 from .. import check
+from ..model import simulator_model
 from ..ops import internal, record_ops
 from ..order import analyze
 from . import no_races, none_ordered, part
@@ -92,45 +93,71 @@ def warm_up() -> None:
     cuda.synchronize()
 
 
+def _best_overlap(run_once, minimum, label, *, tries=3):
+    """Judge the overlap of the best of up to ``tries`` runs of ``run_once()``, which
+    runs the learner's code, checks all it did, and returns its timeline. Another program
+    busy on the host stretches the time between launches, on a GPU and on the simulator's
+    model GPU alike, so one run can fall short with right code: a run that does is measured
+    again, and says so. Code that makes the streams wait falls short every time."""
+    best = None
+    for attempt in range(1, tries + 1):
+        trace = run_once()
+        if best is None or trace.metrics().concurrency > best.metrics().concurrency:
+            best = trace
+        judged = not streamlab.on_simulator() or simulator_model() is not None
+        if best.metrics().concurrency >= minimum or attempt == tries or not judged:
+            break
+        print(f"{label}: run {attempt} overlapped only "
+              f"{trace.metrics().concurrency:.1f}-fold (expected {minimum:.1f}); a busy "
+              f"host can stretch one run, so it is measured again")
+    check.concurrency_at_least(best, minimum, label)
+
+
 def check_part1(launch_on_streams, *, count=8, nonblocking=False, seed=None):
     """One ``work`` launch per stream, none waiting for another, the host not waiting."""
     with part(1, launch_on_streams):
-        streams = [streamlab.stream(nonblocking=True) if nonblocking else cuda.stream()
-                   for _ in range(count)]
-        inputs, expected = fresh_inputs(count, seed)
-        outputs = [cuda.device_array(N, np.float32) for _ in range(count)]
-        ops, trace = _launch_and_time(launch_on_streams, (inputs, outputs, streams), streams)
-        check.no_host_sync(ops, "launch_on_streams")
-        check.one_launch_per_stream(ops, "work", streams)
-        order = analyze(ops)
-        none_ordered(order, ops.launches("work"), "kernel")
-        no_races(ops, order)
-        _results(outputs, expected)
-        check.concurrency_at_least(trace, 0.65 * count, f"{count} kernels on {count} streams")
+        def run_once():
+            streams = [streamlab.stream(nonblocking=True) if nonblocking else cuda.stream()
+                       for _ in range(count)]
+            inputs, expected = fresh_inputs(count, seed)
+            outputs = [cuda.device_array(N, np.float32) for _ in range(count)]
+            ops, trace = _launch_and_time(launch_on_streams, (inputs, outputs, streams),
+                                          streams)
+            check.no_host_sync(ops, "launch_on_streams")
+            check.one_launch_per_stream(ops, "work", streams)
+            order = analyze(ops)
+            none_ordered(order, ops.launches("work"), "kernel")
+            no_races(ops, order)
+            _results(outputs, expected)
+            return trace
+
+        _best_overlap(run_once, 0.65 * count, f"{count} kernels on {count} streams")
 
 
 def check_part2(launch_with_dummies, *, count=8, seed=None):
     """As part 1, with a dummy kernel after each worker, and the workers still free to
     run at once."""
     with part(2, launch_with_dummies):
-        streams = [cuda.stream() for _ in range(count)]
-        inputs, expected = fresh_inputs(count, seed)
-        outputs = [cuda.device_array(N, np.float32) for _ in range(count)]
-        dummy = cuda.device_array(1, np.float32)
-        ops, trace = _launch_and_time(launch_with_dummies,
-                                      (inputs, outputs, streams, dummy), streams)
-        check.no_host_sync(ops, "launch_with_dummies")
-        check.one_launch_per_stream(ops, "work", streams)
-        dummies = ops.launches("dummy_kernel")
-        if len(dummies) != count:
-            check.fail(f"{len(dummies)} dummy_kernel launches for {count} worker launches: "
-                       f"launch one dummy after each worker")
-        order = analyze(ops)
-        none_ordered(order, ops.launches("work"), "worker kernel")
-        no_races(ops, order)
-        _results(outputs, expected)
-        check.concurrency_at_least(trace, 0.65 * count,
-                                   f"{count} kernels with dummies between them")
+        def run_once():
+            streams = [cuda.stream() for _ in range(count)]
+            inputs, expected = fresh_inputs(count, seed)
+            outputs = [cuda.device_array(N, np.float32) for _ in range(count)]
+            dummy = cuda.device_array(1, np.float32)
+            ops, trace = _launch_and_time(launch_with_dummies,
+                                          (inputs, outputs, streams, dummy), streams)
+            check.no_host_sync(ops, "launch_with_dummies")
+            check.one_launch_per_stream(ops, "work", streams)
+            dummies = ops.launches("dummy_kernel")
+            if len(dummies) != count:
+                check.fail(f"{len(dummies)} dummy_kernel launches for {count} worker "
+                           f"launches: launch one dummy after each worker")
+            order = analyze(ops)
+            none_ordered(order, ops.launches("work"), "worker kernel")
+            no_races(ops, order)
+            _results(outputs, expected)
+            return trace
+
+        _best_overlap(run_once, 0.65 * count, f"{count} kernels with dummies between them")
 
 
 def check_part3(wait_for, *, short_ms=5, long_ms=60):
