@@ -40,7 +40,11 @@ collect_ignore = [] if importlib.util.find_spec("nbgrader") else [
 # expected to fail, strictly: once scripts/gpu-check.sh has run a notebook, they pass, and
 # pytest fails until its entry is taken off this list. tests/test_provenance.py holds the
 # entries to that (the notebook exists, has no outputs and no stamp).
-AWAITING_GPU_RUN: dict[str, str] = {}
+AWAITING_GPU_RUN: dict[str, str] = {
+    "solutions/lab01__eight_streams/lab01__eight_streams.ipynb":
+        "its checks of parts 1 and 2 measure the overlap again when a run falls short "
+        "(labs/lab01.py), and this session had no GPU time left to run it",
+}
 READS_A_GPU_RUN = {
     "test_committed_outputs_come_from_a_gpu_run",
     "test_committed_outputs_are_not_older_than_the_code_they_ran",
@@ -48,12 +52,16 @@ READS_A_GPU_RUN = {
     "test_every_figure_of_a_lesson_can_break_one_of_its_claims",
     "test_every_claim_can_fail",
     "test_every_lesson_has_exercises_and_a_solved_copy",
+    "test_committed_solutions_hold_a_gpu_run_with_every_check_passed",
 }
 _ROOT = os.path.dirname(os.path.abspath(__file__))
 
 
 def _awaiting(item):
-    path = getattr(getattr(item, "callspec", None), "params", {}).get("path")
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    path = params.get("path")
+    if path is None and "lab" in params:  # the lab tests name a solution by its lab
+        path = os.path.join(_ROOT, "solutions", params["lab"], f"{params['lab']}.ipynb")
     if path is None or item.originalname not in READS_A_GPU_RUN:
         return None
     return AWAITING_GPU_RUN.get(os.path.relpath(str(path), _ROOT).replace(os.sep, "/"))
