@@ -134,10 +134,37 @@ ANSWER_00 = ("from streamlab.exercises.lesson00 import SPIN_NS, check_exercise1\
              + RIGHT[("00", 1, "time_on")]["solution"].strip() + "\n\ncheck_exercise1(time_on)")
 
 
-def wait_for_file(path, holds, what, timeout=60):
+ACTIVE_SOURCE = """() => window.jupyterapp.shell.currentWidget.content.activeCell
+  .model.sharedModel.getSource()"""
+
+
+def type_over(page, cell, text, tries=3):
+    """Click into ``cell``'s editor, select all and type ``text``, as a learner does; then
+    read the cell back from JupyterLab. On a loaded machine the editor can take its focus
+    after the keys were pressed (Control+A then selected nothing, and the text went in
+    beside the stub): then it types again."""
+    editor = cell.locator(".cm-content")
+    for _ in range(tries):
+        editor.click()
+        page.wait_for_function("() => document.activeElement && "
+                               "document.activeElement.classList.contains('cm-content')",
+                               timeout=30_000)
+        page.keyboard.press("Control+a")
+        page.keyboard.insert_text(text)
+        if page.evaluate(ACTIVE_SOURCE) == text:
+            return
+    raise AssertionError(f"the cell holds {page.evaluate(ACTIVE_SOURCE)!r} after typing "
+                         f"{tries} times")
+
+
+def wait_for_file(path, holds, what, timeout=60, shown=None):
+    """Wait until ``holds(path)``; on a timeout, the message shows ``shown(path)``."""
     deadline = time.monotonic() + timeout
     while not holds(Path(path)):
-        assert time.monotonic() < deadline, f"{path}: {what} within {timeout} s"
+        if time.monotonic() >= deadline:
+            now = shown(Path(path)) if shown else ""
+            raise AssertionError(f"{path}: {what} within {timeout} s"
+                                 + (f"; the file holds:\n{now}" if shown else ""))
         time.sleep(0.5)
 
 
@@ -146,7 +173,8 @@ def test_the_first_minutes_of_a_learner(git_course, page):
 
     ws = git_course / "my-work"
     mine = ws / LESSON_00
-    with Server(cwd=git_course, workspace=ws) as srv:
+    # (window.jupyterapp exposed: type_over reads the typed cell back through it)
+    with Server("--LabApp.expose_app_in_browser=True", cwd=git_course, workspace=ws) as srv:
         page.goto(srv.base + "/")
         page.get_by_role("heading", name="Contents").first.wait_for(timeout=60_000)
         assert page.get_by_role("link", name="Eight kernels at once").count() >= 1  # labs
@@ -158,15 +186,14 @@ def test_the_first_minutes_of_a_learner(git_course, page):
         exercise.locator(".jp-OutputArea-output").filter(
             has_text="Exercise 1: not done yet").wait_for(timeout=180_000)
         # the learner writes the answer in place of the stub, and runs the cell
-        exercise.locator(".cm-content").click()
-        page.keyboard.press("Control+a")
-        page.keyboard.insert_text(ANSWER_00)
+        type_over(page, exercise, ANSWER_00)
         page.keyboard.press("Shift+Enter")
         exercise.locator(".jp-OutputArea-output").filter(
             has_text="Exercise 1: passed").wait_for(timeout=60_000)
         # no save asked for: JupyterLab's autosave keeps it, in the learner's copy
         wait_for_file(mine, lambda p: cell_source(p, "def time_on") == ANSWER_00,
-                      "the answer autosaved", timeout=10 * AUTOSAVE_S)
+                      "the answer autosaved", timeout=10 * AUTOSAVE_S,
+                      shown=lambda p: cell_source(p, "def time_on"))
         assert git_status(git_course) == "", "the learner's work changed the course"
         page.goto(srv.base + "/lab/tree/labs/lab02__events/lab02__events.ipynb")
         run_all(page)

@@ -127,6 +127,11 @@ def report() -> tuple[str, int]:
     cupti_ok, cupti_says = cupti_probe()
     lines.append(f"  CUPTI          {'yes' if cupti_ok else 'no'}: {cupti_says} "
                  f"(streamlab.profile() {'collects' if cupti_ok else 'gives an empty profile'})")
+    from .grading import sandbox
+
+    bwrap, why = sandbox.status()
+    says = "in a sandbox (bubblewrap)" if bwrap else f"no sandbox: {why}"
+    lines.append(f"  grading        {says}")
     found = checks()
     lines.append("")
     if not any(level != OK for level, _ in found):

@@ -12,8 +12,11 @@ each graded part again, in a fresh Python process of its own (:func:`run_part`):
   standard library's objects, and the names the locked cells defined, with what they
   were before the learner's code ran: a replaced ``check.fail`` (or anything like it)
   fails the part, saying what was replaced;
-* from the learner's first cell on, an audit hook (``sys.addaudithook``: it cannot be
-  removed) refuses to open the course's solutions and gradebook, and to start programs;
+* the course's folders are hidden (:mod:`streamlab.grading.sandbox`): by bubblewrap
+  where the system allows it, so that no means reads them; and in any case, from the
+  learner's first cell on, an audit hook (``sys.addaudithook``: it cannot be removed)
+  refuses to open anything in them but what the part needs to run (Python, streamlab,
+  its working folder), and to start programs;
 * a part that does not finish within the time limit is stopped (its process is killed,
   whatever it does with KeyboardInterrupt) and scores nothing; the other parts, each in
   its own process, are graded as usual;
@@ -24,12 +27,13 @@ each graded part again, in a fresh Python process of its own (:func:`run_part`):
 nbgrader's ``Execute`` (see ``nbgrader_config.py``), so ``nbgrader autograde`` grades
 this way.
 
-What this does not stop (it is a guard against the cheats a clever learner tries, not a
-security boundary): code that reads a copy of the solutions kept elsewhere on the disk;
-tricks below Python (``ctypes`` calling libc directly); code that digs the verdict pipe's
-number out of the grader's memory and forges a verdict; changing a running check's local
-variables through its frame. For an exam, grade inside a container that holds only the
-submissions.
+What this does not stop (the checks still run in the learner's process: it is a guard
+against the cheats a clever learner tries, not a security boundary): code that reads a
+copy of the solutions kept outside the course's folders; without bubblewrap, tricks
+below Python (``ctypes`` calling libc directly) that read the course's files; code that
+digs the verdict pipe's number out of the grader's memory and forges a verdict, or
+changes a running check's local variables through its frame. For an exam, grade inside
+a container that holds only the submissions.
 """
 
 from __future__ import annotations
@@ -54,6 +58,7 @@ class Verdict:
     output: str = ""
     kind: str = ""  # CheckFailed, NotDoneYet, Tampered, TimedOut, an exception's name
     learner_errors: list = field(default_factory=list)
+    sandbox: str = ""  # "bubblewrap", or "audit hook only: why", or "off: why"
 
 
 def plan(nb) -> list[dict]:
@@ -77,17 +82,43 @@ def plan(nb) -> list[dict]:
     return cells
 
 
-def run_part(cells: list[dict], part: str, *, cwd: str, protect=(), timeout: float = 300,
-             env: dict | None = None) -> Verdict:
-    """Judge graded cell ``part`` in a fresh process (see the module docstring)."""
+def run_part(cells: list[dict], part: str, *, cwd: str, protect=(), hide=(),
+             timeout: float = 300, env: dict | None = None, sandbox: str = "auto") -> Verdict:
+    """Judge graded cell ``part`` in a fresh process (see the module docstring).
+
+    ``protect``: paths the learner's code may not open. ``hide``: folders (the course)
+    whose files it may not read at all, apart from what the process needs to run
+    (Python, streamlab) and ``cwd``, which should hold the submission alone.
+    ``sandbox``: "auto" hides them with bubblewrap where it works here, and otherwise
+    with the audit hook alone (the verdict's ``sandbox`` says which, and why);
+    "bwrap" requires bubblewrap (:class:`~streamlab.grading.sandbox.SandboxError` if
+    this system cannot make one); "off" uses the audit hook alone."""
+    from . import sandbox as _sandbox
+
+    if sandbox not in _sandbox.MODES:
+        raise ValueError(f"sandbox={sandbox!r}: use one of {', '.join(_sandbox.MODES)}")
     nonce = secrets.token_hex(16)
-    read_end, write_end = os.pipe()
-    spec = {"cells": cells, "part": part, "protect": [os.path.realpath(p) for p in protect],
-            "fd": write_end, "nonce": nonce}
     child_env = dict(os.environ if env is None else env)
     child_env.update(STREAMLAB_GRADING="1", STREAMLAB_QUIET="1", PYTHONUNBUFFERED="1")
     child_env.pop("STREAMLAB_RACE_CHECK", None)
-    proc = subprocess.Popen([sys.executable, "-m", "streamlab.grading"], cwd=cwd,
+    command = [sys.executable, "-m", "streamlab.grading"]
+    hide = [os.path.realpath(h) for h in hide]
+    keep = _sandbox.needed(sys.executable, child_env, hide) if hide else []
+    how = "off: nothing to hide" if not hide else "off: asked for"
+    if hide and sandbox != "off":
+        bwrap, why = _sandbox.status()
+        if bwrap:
+            command = _sandbox.wrap(command, hide=hide, keep=keep, cwd=cwd, bwrap=bwrap)
+            how = "bubblewrap"
+        elif sandbox == "bwrap":
+            raise _sandbox.SandboxError(f"sandbox='bwrap' was asked for, but {why}")
+        else:
+            how = f"audit hook only: {why}"
+    read_end, write_end = os.pipe()
+    spec = {"cells": cells, "part": part, "protect": [os.path.realpath(p) for p in protect],
+            "hide": hide, "allow": keep + [os.path.realpath(cwd)],
+            "fd": write_end, "nonce": nonce}
+    proc = subprocess.Popen(command, cwd=cwd,
                             env=child_env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, pass_fds=(write_end,),
                             start_new_session=True)
@@ -100,10 +131,12 @@ def run_part(cells: list[dict], part: str, *, cwd: str, protect=(), timeout: flo
         os.close(read_end)
         return Verdict(False, f"{_title(part)} did not finish within {timeout:g} s, so the "
                        f"grader stopped it: does your code wait for something that never "
-                       f"happens, or loop forever?", _text(out), "TimedOut")
+                       f"happens, or loop forever?", _text(out), "TimedOut", sandbox=how)
     with os.fdopen(read_end, "rb") as pipe:
         raw = pipe.read().decode(errors="replace")
-    return _verdict(raw, nonce, _text(out), proc.returncode, part)
+    verdict = _verdict(raw, nonce, _text(out), proc.returncode, part)
+    verdict.sandbox = how
+    return verdict
 
 
 def _kill(proc) -> None:

@@ -96,20 +96,27 @@ class Guard:
         return found
 
 
-def _guard_hook(protect: list[str]):
-    """An audit hook: no reading the solutions or the gradebook, no starting programs."""
+def _inside(path: str, roots) -> bool:
+    return any(path == r or path.startswith(r.rstrip(os.sep) + os.sep) for r in roots)
+
+
+def _guard_hook(protect: list[str], hide=(), allow=()):
+    """An audit hook: no reading the solutions, the gradebook, or anything in the hidden
+    folders (the course) but what the part needs to run; no starting programs."""
     protect = tuple(os.path.realpath(p) for p in protect)
+    hide = tuple(os.path.realpath(p) for p in hide)
+    allow = tuple(os.path.realpath(p) for p in allow)
 
     def hook(event, args):
-        if event in ("open", "os.listdir", "os.scandir") and args and protect:
+        if event in ("open", "os.listdir", "os.scandir") and args and (protect or hide):
             path = args[0]
-            if isinstance(path, int) or path is None:
+            if isinstance(path, int):
                 return
             try:
-                real = os.path.realpath(os.fsdecode(path))
+                real = os.path.realpath(os.fsdecode(path if path is not None else "."))
             except (TypeError, ValueError):
                 return
-            if any(real == p or real.startswith(p + os.sep) for p in protect):
+            if _inside(real, protect) or (_inside(real, hide) and not _inside(real, allow)):
                 raise PermissionError(f"the grader does not let lab code read {real}")
         elif event in ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn",
                        "os.spawn", "os.fork", "os.forkpty", "pty.spawn"):
@@ -185,7 +192,8 @@ def main() -> int:
                     report(True, "", "", errors)
             return 0
         if role != "locked" and not hooked:
-            sys.addaudithook(_guard_hook(spec["protect"]))
+            sys.addaudithook(_guard_hook(spec["protect"], spec.get("hide", ()),
+                                         spec.get("allow", ())))
             hooked = True
         before = dict(ns)
         try:

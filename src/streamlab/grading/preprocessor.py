@@ -14,9 +14,12 @@ import os
 
 from nbformat.v4 import new_output
 from nbgrader.preprocessors import NbGraderPreprocessor
-from traitlets import Integer, List, Unicode
+from traitlets import Enum, Integer, List, Unicode
 
 from . import plan, run_part
+
+
+_warned: list = []  # the teacher is told once per run that no sandbox could be made
 
 
 class GradeInFreshProcesses(NbGraderPreprocessor):
@@ -26,17 +29,29 @@ class GradeInFreshProcesses(NbGraderPreprocessor):
                       "nothing.").tag(config=True)
     protect = List(Unicode(), help="Paths the learner's code may not read while graded "
                    "(besides the course's source folder and gradebook).").tag(config=True)
+    sandbox = Enum(["auto", "bwrap", "off"], "auto", help="How the course's files are kept "
+                   "from the learner's code: 'auto' (bubblewrap where this system allows "
+                   "it, else the grader's audit hook alone, with a warning), 'bwrap' "
+                   "(bubblewrap or stop), 'off' (the audit hook alone).").tag(config=True)
 
     def preprocess(self, nb, resources):
         cwd = resources.get("metadata", {}).get("path") or os.getcwd()
         cells = plan(nb)
         protect = list(self.protect) + self._course_paths(resources)
+        hide = self._course_roots()
         graded = [c for c in nb.cells if c.cell_type == "code"
                   and c.get("metadata", {}).get("nbgrader", {}).get("grade")]
         for count, cell in enumerate(graded, 1):
             part = cell.metadata["nbgrader"]["grade_id"]
             self.log.info("Grading %s in a fresh process", part)
-            verdict = run_part(cells, part, cwd=cwd, protect=protect, timeout=self.timeout)
+            verdict = run_part(cells, part, cwd=cwd, protect=protect, hide=hide,
+                               timeout=self.timeout, sandbox=self.sandbox)
+            if verdict.sandbox.startswith("audit hook only") and not _warned:
+                _warned.append(verdict.sandbox)
+                self.log.warning("Grading without a sandbox: %s. The learner's code is "
+                                 "kept from the course's files by the grader's audit hook "
+                                 "alone, which code below Python (ctypes) can get past.",
+                                 verdict.sandbox.partition(": ")[2])
             cell.outputs = self._outputs(verdict)
             cell.execution_count = count
         return nb, resources
@@ -55,13 +70,33 @@ class GradeInFreshProcesses(NbGraderPreprocessor):
                                       traceback=[f"{verdict.kind}: {verdict.message}"]))
         return outputs
 
-    def _course_paths(self, resources) -> list[str]:
-        """The course's source folder (the solutions) and its gradebook database."""
-        paths = []
+    def _course_roots(self) -> list[str]:
+        """The folders the learner's code may not read while graded: nbgrader's course
+        folder (sources, every learner's submission, the gradebook) and the course's
+        repository (tests, solutions). What a part needs to run is put back."""
+        roots = []
+        coursedir = self._coursedir()
+        if coursedir is not None:
+            roots.append(os.path.realpath(coursedir.root))
+        try:
+            from ..course import course_root
+
+            roots.append(os.path.realpath(course_root()))
+        except Exception:  # noqa: BLE001  (no course repository here)
+            pass
+        return sorted(set(roots))
+
+    def _coursedir(self):
         owner, coursedir = self, None
         while owner is not None and coursedir is None:  # exporter -> nbgrader's converter
             coursedir = getattr(owner, "coursedir", None)
             owner = getattr(owner, "parent", None)
+        return coursedir
+
+    def _course_paths(self, resources) -> list[str]:
+        """The course's source folder (the solutions) and its gradebook database."""
+        paths = []
+        coursedir = self._coursedir()
         if coursedir is not None:
             paths.append(os.path.join(coursedir.root, coursedir.source_directory))
             db = coursedir.db_url

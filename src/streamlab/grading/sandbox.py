@@ -1,0 +1,128 @@
+"""Where a graded part runs: a sandbox that holds the submission and the Python it needs.
+
+The grader (:func:`streamlab.grading.run_part`) runs each part in a fresh process. With
+bubblewrap (``bwrap``, Debian's package ``bubblewrap``) that process sees:
+
+* the machine's files read-only, the GPU's device files, a fresh empty ``/tmp``;
+* in place of each *hidden* folder (the course: its solutions, tests, gradebook, other
+  learners' submissions), an empty folder, with only what the part needs put back
+  read-only: the Python installation, the folders on its ``sys.path``, and streamlab;
+* its working folder, which holds the submission alone, writable.
+
+So learner code cannot read the course's files by any means (Python, ``ctypes``, a
+program it starts), not only by the calls the grader's audit hook sees. Where bubblewrap
+is missing, or the system does not let it make namespaces (some containers), the part
+runs as before, guarded by the audit hook alone, and :func:`status` says why, so that the
+grader can warn the teacher once.
+
+>>> cmd = wrap(["python3", "-m", "x"], hide=["/course"], keep=["/course/.venv", "/usr"],
+...            cwd="/course/autograded/ada/lab01", bwrap="/usr/bin/bwrap")
+>>> cmd[cmd.index("--tmpfs", cmd.index("/tmp") + 1) + 1]
+'/course'
+>>> cmd[cmd.index("/course/.venv") - 1]
+'--ro-bind'
+>>> cmd[-4:]
+['--', 'python3', '-m', 'x']
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+MODES = ("auto", "bwrap", "off")
+
+
+class SandboxError(RuntimeError):
+    """The sandbox was required (mode "bwrap") and this system cannot make one."""
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+@functools.lru_cache(maxsize=None)
+def status(bwrap: str | None = None) -> tuple[str | None, str]:
+    """``(path of bwrap, "")`` where a sandbox can be made here, else ``(None, why not)``."""
+    found = bwrap or shutil.which("bwrap")
+    if not found:
+        return None, ("bubblewrap (bwrap) is not installed: on Debian or Ubuntu, "
+                      "`apt install bubblewrap`")
+    import tempfile
+
+    # the probe is made as a part's sandbox is: a hidden folder, a working folder in it
+    with tempfile.TemporaryDirectory(prefix="streamlab-probe-") as hidden:
+        work = os.path.join(hidden, "work")
+        os.mkdir(work)
+        command = wrap([sys.executable, "-c", "pass"], hide=[hidden],
+                       keep=[os.path.dirname(os.path.realpath(sys.executable))], cwd=work,
+                       bwrap=found)
+        try:
+            probe = subprocess.run(command, capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return None, f"{found} could not run: {exc}"
+    if probe.returncode != 0:
+        lines = (probe.stderr or probe.stdout).strip().splitlines()
+        why = lines[-1] if lines else f"exit status {probe.returncode}"
+        return None, (f"{found} cannot make a sandbox on this system ({why}); run the "
+                      f"grader where user namespaces are allowed, or as root")
+    return found, ""
+
+
+@functools.lru_cache(maxsize=None)
+def _child_sys_path(executable: str, pythonpath: str) -> tuple[str, ...]:
+    """The ``sys.path`` a fresh ``executable`` starts with (its site-packages, the
+    editable installs' folders, ``PYTHONPATH``), without importing anything of ours."""
+    env = dict(os.environ, PYTHONPATH=pythonpath) if pythonpath else \
+        {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    code = "import json, sys; print(json.dumps([p for p in sys.path if p]))"
+    out = subprocess.run([executable, "-c", code], capture_output=True, text=True,
+                         env=env, check=True, cwd="/").stdout
+    return tuple(json.loads(out))
+
+
+def needed(executable: str = sys.executable, env: dict | None = None,
+           hide=()) -> list[str]:
+    """The folders a grading process reads to run: Python's own, its ``sys.path``, and
+    streamlab's package (an editable install's is in the course's ``src/``); never one
+    that holds a folder of ``hide`` (that would give the whole course back)."""
+    import importlib.util
+
+    env = os.environ if env is None else env
+    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix,
+             os.path.dirname(os.path.realpath(executable))}
+    paths.update(_child_sys_path(executable, env.get("PYTHONPATH", "")))
+    spec = importlib.util.find_spec("streamlab")
+    if spec is not None and spec.submodule_search_locations:
+        paths.update(spec.submodule_search_locations)
+    hide = [os.path.realpath(h) for h in hide]
+    out = []
+    for p in paths:
+        real = os.path.realpath(p)
+        if os.path.exists(real) and not any(_inside(h, real) for h in hide):
+            out.append(real)  # a folder, or a zip on sys.path
+    return sorted(set(out))
+
+
+def wrap(command: list[str], *, hide, keep, cwd: str, bwrap: str) -> list[str]:
+    """``command`` run by bubblewrap: ``hide`` emptied, ``keep`` (what inside them the
+    process needs) put back read-only, ``cwd`` writable, a fresh ``/tmp``."""
+    hide = sorted({os.path.realpath(h) for h in hide})
+    cwd = os.path.realpath(cwd)
+    args = [bwrap, "--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev",
+            "--tmpfs", "/tmp", "--die-with-parent"]
+    hidden = ["/tmp"] + hide
+    for h in hide:
+        args += ["--tmpfs", h]
+    for k in sorted({os.path.realpath(k) for k in keep}):
+        # put back only what a hidden folder covered; never a folder that holds one
+        # (that would put the whole course back)
+        if any(_inside(k, h) for h in hidden) and not any(_inside(h, k) for h in hide):
+            args += ["--ro-bind", k, k]
+    args += ["--bind", cwd, cwd, "--chdir", cwd, "--setenv", "HOME", "/tmp",
+             "--setenv", "MPLCONFIGDIR", "/tmp/matplotlib", "--"]
+    return args + list(command)
