@@ -14,15 +14,29 @@ from streamlab.check import CheckFailed
 from streamlab.grading import plan, run_part
 
 # --- the checks: wrong answers fail, right ones pass -----------------------------------------
-def run_in_process(lab, answers):
+def after(lab, target):
+    """The graded cells that come after answer cell ``target`` in the lab: the ones that
+    run in the notebook once the learner's answer there exists. (The checks before it ran
+    before that cell did, on the solution's answers, which pass.)"""
+    ids = [grade_id(c) for c in notebook("solutions", lab).cells
+           if meta(c).get("solution") or meta(c).get("grade")]
+    graded = [g for g in ids if g in cells_of(lab, "grade")]
+    return graded[[i for i, g in enumerate(graded) if ids.index(g) > ids.index(target)][0]:]
+
+
+def run_in_process(lab, answers, target=None):
     """Run the lab's setup, the given answers and every graded cell (hidden tests too) in
-    this process; return {graded cell: None, or the error it raised}."""
+    this process, or with ``target`` (the answer changed) the graded cells after it; return
+    {graded cell: None, or the error it raised}."""
     ns = {"__name__": "__lab__"}
     exec(setup_code(lab), ns)  # noqa: S102
     for source in answers.values():
         exec(source, ns)  # noqa: S102
     results = {}
+    run = after(lab, target) if target else list(cells_of(lab, "grade"))
     for gid, source in cells_of(lab, "grade").items():
+        if gid not in run:
+            continue
         try:
             exec(source, ns)  # noqa: S102
         except CheckFailed as exc:
@@ -51,7 +65,7 @@ def test_a_wrong_answer_fails_its_part_with_useful_feedback(lab, target, code, c
 def wrong_answer_fails(lab, target, code, check_id, phrase, also):
     answers = cells_of(lab, "solution")
     answers[target] = code.strip("\n")
-    results = run_in_process(lab, answers)
+    results = run_in_process(lab, answers, target)
     assert results[check_id] is not None, f"the check passed a wrong answer: {code}"
     assert phrase in results[check_id], results[check_id]
     # what the learner sees is the check's one line, never another error's traceback
@@ -64,8 +78,8 @@ def wrong_answer_fails(lab, target, code, check_id, phrase, also):
 def test_a_right_answer_in_other_words_passes(lab, target, code, check_id):
     answers = cells_of(lab, "solution")
     answers[target] = code.strip("\n")
-    results = run_in_process(lab, answers)
-    assert all(v is None for v in results.values()), results
+    results = run_in_process(lab, answers, target)
+    assert check_id in results and all(v is None for v in results.values()), results
 
 
 def submission(lab, code):
@@ -92,3 +106,11 @@ def test_the_grader_in_a_fresh_process_agrees(lab, tmp_path):
             assert phrase in verdict.message, verdict
 
 
+
+
+def test_a_changed_answer_is_judged_by_the_checks_from_its_own_part_on():
+    assert after("lab01__eight_streams", "launch_on_streams") == ["check_part1", "check_part2",
+                                                                  "check_part3"]
+    assert after("lab01__eight_streams", "launch_with_dummies") == ["check_part2",
+                                                                    "check_part3"]
+    assert after("lab04__pipeline", "pipeline") == ["check_part2"]
