@@ -7,7 +7,7 @@ nothing, and the feedback shows a failing check's message alone.
 import nbformat
 import pytest
 from labtools import FIRST_HALF, LABS, ROOT, cells_of, course, filled, grade_id, nbgrader, \
-    needs_nbgrader, notebook
+    needs_nbgrader, notebook, stdout
 
 from streamlab.grading import sandbox
 
@@ -67,6 +67,12 @@ def solution_full_marks_untouched_zero(tmp_path, lab):
     total, scores, _ = autograde(tmp_path, lab, submissions)
     assert total > 0 and scores == {"ada": total, **({"bo": 0} if "bo" in submissions
                                                      else {})}
+    # every cell of the solution ran without an error in the grader's plain Python (an
+    # error in a cell that is not graded costs no points, but shows in the feedback)
+    graded = nbformat.read(tmp_path / "autograded" / "ada" / lab / f"{lab}.ipynb",
+                           as_version=4)
+    shown = "".join(stdout(c) for c in graded.cells if c.cell_type == "code")
+    assert "an earlier cell failed" not in shown, shown
 
 
 CHEATS = {
