@@ -113,3 +113,14 @@ def test_a_notebook_awaiting_a_gpu_run_shows_no_outputs_of_other_code():
     names = "".join(p.read_text() for p in here.glob("test_*.py"))
     for test in READS_A_GPU_RUN:
         assert f"def {test}(" in names, f"READS_A_GPU_RUN names {test}, which no test is"
+
+
+def test_the_files_started_first_are_files_the_run_collects():
+    """conftest._FIRST orders the slowest files first: a name there that the run does not
+    collect (a learner copy, which nbval skips; a file renamed) would order nothing."""
+    from conftest import _FIRST, pytest_ignore_collect
+
+    for name in _FIRST:
+        path = ROOT / name
+        assert path.is_file(), f"conftest._FIRST names {name}, which does not exist"
+        assert pytest_ignore_collect(path, None) is None, f"{name} is not collected"

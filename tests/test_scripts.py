@@ -157,3 +157,14 @@ def test_the_page_opens_with_a_summary_and_folds_the_skipped_tests_at_its_end():
     assert folded[folded.index("<details>") + 1].startswith("<summary>3 tests skipped")
     assert "- needs two GPUs (2): `t1`, `t2`" in folded and folded[-1] == "</details>"
     assert gpu_results.skipped_section([]) == []
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--reps", "0"], "--reps 0: grade each lab at least once"),
+    (["lab99__none"], "lab99__none: no such lab in solutions/")])
+def test_the_grading_benchmark_refuses_bad_input_plainly(args, says):
+    import subprocess
+
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "grading_times.py"), *args],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and says in out.stderr, out.stderr

@@ -54,22 +54,32 @@ def status(bwrap: str | None = None) -> tuple[str | None, str]:
                       "`apt install bubblewrap`")
     import tempfile
 
-    # the probe is made as a part's sandbox is: a hidden folder, a working folder in it
+    import streamlab
+
+    # the probe is made as a part's sandbox is: a hidden folder, a working folder in it;
+    # where this process has a GPU, the part must have it too (else streamlab would fall
+    # back to the simulator in the sandbox, and grade no timing)
+    gpu = not streamlab.on_simulator()
+    code = ("import sys, streamlab\n"
+            "if streamlab.on_simulator():\n"
+            "    sys.exit('no GPU in the sandbox: ' + streamlab.describe())\n") if gpu else \
+        "import streamlab.grading"
     with tempfile.TemporaryDirectory(prefix="streamlab-probe-") as hidden:
         work = os.path.join(hidden, "work")
         os.mkdir(work)
-        command = wrap([sys.executable, "-c", "pass"], hide=[hidden],
-                       keep=[os.path.dirname(os.path.realpath(sys.executable))], cwd=work,
+        command = wrap([sys.executable, "-c", code], hide=[hidden],
+                       keep=needed(sys.executable, os.environ, [hidden]), cwd=work,
                        bwrap=found)
         try:
-            probe = subprocess.run(command, capture_output=True, text=True, timeout=30)
+            probe = subprocess.run(command, capture_output=True, text=True, timeout=60,
+                                   env=dict(os.environ, STREAMLAB_QUIET="1"))
         except (OSError, subprocess.TimeoutExpired) as exc:
             return None, f"{found} could not run: {exc}"
     if probe.returncode != 0:
         lines = (probe.stderr or probe.stdout).strip().splitlines()
         why = lines[-1] if lines else f"exit status {probe.returncode}"
-        return None, (f"{found} cannot make a sandbox on this system ({why}); run the "
-                      f"grader where user namespaces are allowed, or as root")
+        return None, (f"{found} cannot make a sandbox for grading on this system ({why}); "
+                      f"run the grader where user namespaces are allowed, or as root")
     return found, ""
 
 
