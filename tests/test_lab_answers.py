@@ -106,8 +106,6 @@ def test_the_grader_in_a_fresh_process_agrees(lab, tmp_path):
             assert phrase in verdict.message, verdict
 
 
-
-
 def test_a_changed_answer_is_judged_by_the_checks_from_its_own_part_on():
     assert after("lab01__eight_streams", "launch_on_streams") == ["check_part1", "check_part2",
                                                                   "check_part3"]

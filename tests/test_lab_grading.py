@@ -9,6 +9,8 @@ import pytest
 from labtools import FIRST_HALF, LABS, ROOT, cells_of, course, filled, grade_id, nbgrader, \
     needs_nbgrader, notebook, stdout
 
+from test_grading_sandbox import BELOW_PYTHON, IN_PYTHON
+
 from streamlab.grading import sandbox
 
 
@@ -102,34 +104,6 @@ for up in [here, *here.parents]:
 ''',
 }
 
-#: cheats that take part 3's answer from the right answers the course's tests keep
-#: (tests/wrong_solutions/), found through streamlab's own location; the first reads it in
-#: Python (the grader's audit hook refuses the course's folders but what a part needs),
-#: the second through libc, below Python, where only the sandbox (bubblewrap) stops it
-READS_THE_TESTS = '''
-import pathlib, streamlab
-kept = (pathlib.Path(streamlab.__file__).resolve().parents[2] / "tests" / "wrong_solutions"
-        / "lab02__events.py")
-ns = {}
-exec(kept.read_text(), ns)
-exec(next(code for target, code, *_ in ns["RIGHT"].values()
-          if target == "add_in_two_streams"))
-'''
-READS_THE_TESTS_BELOW_PYTHON = '''
-import ctypes, pathlib, streamlab
-kept = (pathlib.Path(streamlab.__file__).resolve().parents[2] / "tests" / "wrong_solutions"
-        / "lab02__events.py")
-libc = ctypes.CDLL(None)
-libc.fopen.restype = ctypes.c_void_p
-f = libc.fopen(str(kept).encode(), b"r")
-buf = ctypes.create_string_buffer(1 << 20)
-libc.fread(buf, 1, len(buf) - 1, ctypes.c_void_p(f))
-ns = {}
-exec(buf.value.decode(), ns)
-exec(next(code for target, code, *_ in ns["RIGHT"].values()
-          if target == "add_in_two_streams"))
-'''
-
 WARNS = '''
 import logging
 import sys
@@ -165,11 +139,12 @@ def test_autograde_cheats_score_nothing_hangs_cost_their_part_warnings_cost_noth
                    for i, code in enumerate(CHEATS.values())}
     submissions["warns"] = filled(release, dict(solution, produce_then_consume=WARNS))
     submissions["hangs"] = filled(release, dict(solution, add_in_two_streams=HANG))
-    submissions["tests"] = filled(release, {"add_in_two_streams": READS_THE_TESTS})
+    # part 3's answer taken from the right answers the course's tests keep: in Python (the
+    # audit hook refuses it), and through libc, where only the sandbox stops it
+    submissions["tests"] = filled(release, {"add_in_two_streams": IN_PYTHON})
     sandboxed = sandbox.status()[0] is not None
     if sandboxed:
-        submissions["libc"] = filled(release, {"add_in_two_streams":
-                                               READS_THE_TESTS_BELOW_PYTHON})
+        submissions["libc"] = filled(release, {"add_in_two_streams": BELOW_PYTHON})
     total, scores, parts = autograde(tmp_path, lab, submissions, timeout=20)
     for i, name in enumerate(CHEATS):
         assert scores[f"cheat{i}"] == 0, (name, parts[f"cheat{i}"])
