@@ -113,11 +113,8 @@ def install(python: Path, extras: list[str]) -> None:
         return
     want = sorted(set(want) | have)
     target = "." + (f"[{','.join(want)}]" if want else "")
-    # --no-compile: Python compiles each module the first time it is imported instead
-    # (and keeps it); pip's compiling every installed file took 27 of the 75 s of the
-    # test install on a two-core machine, most of them files that nothing here imports
-    run([python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-         "--no-compile", "-e", target], cwd=ROOT)
+    run([python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-e",
+         target], cwd=ROOT)
     RECORD.write_text(json.dumps({"pyproject": digest, "extras": want}))
 
 
