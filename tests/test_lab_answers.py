@@ -5,6 +5,7 @@ of each per lab also through the grader's fresh process.
 """
 
 import importlib
+import re
 
 import pytest
 from labtools import FIRST_HALF, LABS, cases, cells_of, filled, grade_id, meta, notebook, \
@@ -24,10 +25,35 @@ def after(lab, target):
     return graded[[i for i, g in enumerate(graded) if ids.index(g) > ids.index(target)][0]:]
 
 
+def uses(lab, gid, target):
+    """Does graded cell ``gid`` call answer ``target``, itself or through another answer
+    (the solution's, which calls it)?"""
+    answers = cells_of(lab, "solution")
+    named = lambda source, name: re.search(rf"\b{re.escape(name)}\b", source)  # noqa: E731
+    reached, todo = set(), [cells_of(lab, "grade")[gid]]
+    while todo:
+        source = todo.pop()
+        for name, body in answers.items():
+            if name not in reached and named(source, name):
+                reached.add(name)
+                todo.append(body)
+    return target in reached
+
+
+#: what a later part that never calls the changed answer runs in its place: the state it
+#: would start from, probed (a graph capture left open, or an error the device keeps,
+#: makes this fail as it would make that part's check fail)
+PROBE = "cuda.synchronize()"
+
+
 def run_in_process(lab, answers, target=None):
     """Run the lab's setup, the given answers and every graded cell (hidden tests too) in
-    this process, or with ``target`` (the answer changed) the graded cells after it; return
-    {graded cell: None, or the error it raised}."""
+    this process; return {graded cell: None, or the error it raised}.
+
+    With ``target`` (the answer changed): the graded cells from its part on, since the
+    ones before ran in the notebook before that cell existed. A later one that never
+    calls it (see :func:`uses`) would run the solution's answers as the solution does,
+    which pass: the state it starts from is probed in its place (:data:`PROBE`)."""
     ns = {"__name__": "__lab__"}
     exec(setup_code(lab), ns)  # noqa: S102
     for source in answers.values():
@@ -37,6 +63,8 @@ def run_in_process(lab, answers, target=None):
     for gid, source in cells_of(lab, "grade").items():
         if gid not in run:
             continue
+        if target and gid != run[0] and not uses(lab, gid, target):
+            source = PROBE
         try:
             exec(source, ns)  # noqa: S102
         except CheckFailed as exc:
@@ -112,3 +140,33 @@ def test_a_changed_answer_is_judged_by_the_checks_from_its_own_part_on():
     assert after("lab01__eight_streams", "launch_with_dummies") == ["check_part2",
                                                                     "check_part3"]
     assert after("lab04__pipeline", "pipeline") == ["check_part2"]
+    # part 2 of lab 04 is given copy_compute_copy; lab 07's part 3 builds its own graph
+    assert uses("lab04__pipeline", "check_part2", "copy_compute_copy")
+    assert not uses("lab07__graphs", "check_part3", "capture_pipeline")
+    assert uses("lab07__graphs", "check_part3", "run_batches")
+
+
+def test_a_later_part_that_never_calls_the_answer_probes_the_state_it_starts_from(
+        monkeypatch):
+    """A wrong answer that leaves a graph capture open fails the probe that stands in for
+    the later parts, as it would fail their checks in the learner's kernel."""
+    from numba import cuda
+
+    from streamlab.graphs import end_capture_of
+
+    made, stream = [], cuda.stream
+    monkeypatch.setattr(cuda, "stream", lambda *a, **k: made.append(stream(*a, **k)) or made[-1])
+    answers = cells_of("lab07__graphs", "solution")
+    answers["capture_pipeline"] = '''
+def capture_pipeline(builder, slots):
+    streamlab.graph_builder(cuda.stream()).begin_building()  # a capture of its own, left open
+    raise RuntimeError("a mistake")
+'''
+    try:
+        results = run_in_process("lab07__graphs", answers, "capture_pipeline")
+    finally:
+        for s in made:  # the capture left open would fail every later test in this process
+            end_capture_of(s)
+    cuda.synchronize()
+    assert results["check_part1"] is not None
+    assert results["check_part3"] is not None and "CAPTURE" in results["check_part3"], results
