@@ -1,7 +1,9 @@
 """Every wrong answer in tests/wrong_solutions/ fails its part with the feedback named, and
 no other part (except parts declared to build on it); every right answer in other words
 there passes. They run in-process (the same check functions as in the notebook), and one
-of each per lab also through the grader's fresh process.
+of each per lab also through the grader's fresh process. The parts before the changed
+answer are not run again, and a later part that never calls it is stood in for by a probe
+of the state it would start from (see run_in_process).
 """
 
 import importlib
