@@ -255,7 +255,9 @@ def test_query_and_elapsed_time_follow_the_model():
         start.elapsed_time(end)
     end.synchronize()
     assert end.query() is True
-    assert 50 <= start.elapsed_time(end) < 50.2
+    # the spin's 50 ms on the model, and the host's real time between the two records
+    # (a loaded CI machine once took 0.46 ms there)
+    assert 50 <= start.elapsed_time(end) < 55
 
 
 def test_the_host_waits_for_the_model_not_for_the_simulator():
@@ -270,7 +272,9 @@ def test_the_host_waits_for_the_model_not_for_the_simulator():
     with tl.host("wait"):
         s.synchronize()
     t = tl.trace()
-    assert slept_ms <= t.span("host work").duration_ms < slept_ms + 0.5
+    # the span is the host's own time: the sleep, and the host's real time around it (a
+    # loaded machine adds some), never the 20 ms the model's GPU is still busy
+    assert slept_ms <= t.span("host work").duration_ms < slept_ms + 2
     assert t.span("wait").end_ms == pytest.approx(t.span("20 ms").end_ms, abs=0.05)
 
 
@@ -391,10 +395,15 @@ def test_a_one_block_grid_over_small_data_grows_with_it(gpu_sized):
     it has 1024 blocks, and runs at DRAM speed, not at one block's."""
     x = cuda.to_device(np.ones(256, dtype=np.float32))
     s = cuda.stream()
-    tl = streamlab.Timeline()
-    with tl.span("double", s):
-        double[1, 256, s](x)
-    ms = tl.trace().span("double").duration_ms
-    # 2 MB at DRAM speed is 2 us; the span adds the host's launch (tens of us). As one
-    # block of 256 threads it would take about a millisecond.
+
+    def once():
+        tl = streamlab.Timeline()
+        with tl.span("double", s):
+            double[1, 256, s](x)
+        return tl.trace().span("double").duration_ms
+
+    # 2 MB at DRAM speed is 2 us; the span adds the host's launch (tens of us) and its
+    # real time between the span's records, which a loaded CI machine stretched to 0.49 ms
+    # once: the best of three. As one block of 256 threads it would take about 1 ms.
+    ms = min(once() for _ in range(3))
     assert ms < 0.3, ms
