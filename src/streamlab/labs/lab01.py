@@ -65,12 +65,6 @@ def fresh_inputs(count, seed=None):
     return inputs, [reference(h) for h in host]
 
 
-def _launch_and_time(fn, args, streams):
-    with check.time_per_stream(streams) as timing, record_ops() as ops:
-        fn(*args)
-    return ops, timing[0]
-
-
 def _results(outputs, expected):
     cuda.synchronize()
     for i, (out, exp) in enumerate(zip(outputs, expected)):
@@ -113,51 +107,53 @@ def _best_overlap(run_once, minimum, label, *, tries=3):
     check.concurrency_at_least(best, minimum, label)
 
 
+def _checked_run(fn, name, streams, *, seed, what, with_dummy=False):
+    """One run of the learner's ``fn`` over fresh inputs on ``streams`` (fresh ones for
+    each run), all it did checked (no host sync, one worker launch per stream, none
+    ordered, no race, the results; with ``with_dummy``, one dummy launch per worker);
+    returns the run's timeline. ``name`` and ``what`` name the function and its kernels
+    in the messages."""
+    count = len(streams)
+    inputs, expected = fresh_inputs(count, seed)
+    outputs = [cuda.device_array(N, np.float32) for _ in range(count)]
+    args = (inputs, outputs, streams)
+    if with_dummy:
+        args += (cuda.device_array(1, np.float32),)
+    with check.time_per_stream(streams) as timing, record_ops() as ops:
+        fn(*args)
+    check.no_host_sync(ops, name)
+    check.one_launch_per_stream(ops, "work", streams)
+    dummies = ops.launches("dummy_kernel")
+    if with_dummy and len(dummies) != count:
+        check.fail(f"{len(dummies)} dummy_kernel launches for {count} worker launches: "
+                   f"launch one dummy after each worker")
+    order = analyze(ops)
+    none_ordered(order, ops.launches("work"), what)
+    no_races(ops, order)
+    _results(outputs, expected)
+    return timing[0]
+
+
 def check_part1(launch_on_streams, *, count=8, nonblocking=False, seed=None):
     """One ``work`` launch per stream, none waiting for another, the host not waiting."""
     with part(1, launch_on_streams):
-        def run_once():
-            streams = [streamlab.stream(nonblocking=True) if nonblocking else cuda.stream()
-                       for _ in range(count)]
-            inputs, expected = fresh_inputs(count, seed)
-            outputs = [cuda.device_array(N, np.float32) for _ in range(count)]
-            ops, trace = _launch_and_time(launch_on_streams, (inputs, outputs, streams),
-                                          streams)
-            check.no_host_sync(ops, "launch_on_streams")
-            check.one_launch_per_stream(ops, "work", streams)
-            order = analyze(ops)
-            none_ordered(order, ops.launches("work"), "kernel")
-            no_races(ops, order)
-            _results(outputs, expected)
-            return trace
+        def streams():
+            return [streamlab.stream(nonblocking=True) if nonblocking else cuda.stream()
+                    for _ in range(count)]
 
-        _best_overlap(run_once, 0.65 * count, f"{count} kernels on {count} streams")
+        _best_overlap(lambda: _checked_run(launch_on_streams, "launch_on_streams", streams(),
+                                           seed=seed, what="kernel"),
+                      0.65 * count, f"{count} kernels on {count} streams")
 
 
 def check_part2(launch_with_dummies, *, count=8, seed=None):
     """As part 1, with a dummy kernel after each worker, and the workers still free to
     run at once."""
     with part(2, launch_with_dummies):
-        def run_once():
-            streams = [cuda.stream() for _ in range(count)]
-            inputs, expected = fresh_inputs(count, seed)
-            outputs = [cuda.device_array(N, np.float32) for _ in range(count)]
-            dummy = cuda.device_array(1, np.float32)
-            ops, trace = _launch_and_time(launch_with_dummies,
-                                          (inputs, outputs, streams, dummy), streams)
-            check.no_host_sync(ops, "launch_with_dummies")
-            check.one_launch_per_stream(ops, "work", streams)
-            dummies = ops.launches("dummy_kernel")
-            if len(dummies) != count:
-                check.fail(f"{len(dummies)} dummy_kernel launches for {count} worker "
-                           f"launches: launch one dummy after each worker")
-            order = analyze(ops)
-            none_ordered(order, ops.launches("work"), "worker kernel")
-            no_races(ops, order)
-            _results(outputs, expected)
-            return trace
-
-        _best_overlap(run_once, 0.65 * count, f"{count} kernels with dummies between them")
+        _best_overlap(lambda: _checked_run(launch_with_dummies, "launch_with_dummies",
+                                           [cuda.stream() for _ in range(count)],
+                                           seed=seed, what="worker kernel", with_dummy=True),
+                      0.65 * count, f"{count} kernels with dummies between them")
 
 
 def check_part3(wait_for, *, short_ms=5, long_ms=60):
