@@ -29,17 +29,14 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 def grade(lab: str, mode: str) -> float:
     """Seconds to grade lab's solution, every part, in the grader's fresh processes."""
-    from labtools import cells_of, filled, notebook
+    from labtools import cells_of, submission
 
     from streamlab.grading import plan, run_part
 
-    graded = {c["id"]: c["source"] for c in plan(notebook("solutions", lab))
-              if c["role"] == "graded"}
-    cells = [dict(c, source=graded[c["id"]]) if c["role"] == "graded" else c
-             for c in plan(filled(notebook("labs", lab), cells_of(lab, "solution")))]
+    cells = plan(submission(lab, cells_of(lab, "solution")))
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
-        for part in graded:
+        for part in [c["id"] for c in cells if c["role"] == "graded"]:
             verdict = run_part(cells, part, cwd=tmp, hide=[str(ROOT)], sandbox=mode)
             if not verdict.passed:
                 raise SystemExit(f"{lab} {part} failed with sandbox={mode}: {verdict}")

@@ -104,6 +104,15 @@ def filled(nb, code):
     return nb
 
 
+def submission(lab, code):
+    """The learner's copy with ``code`` in its solution cells and the graded cells as
+    nbgrader's autograde restores them (hidden tests included)."""
+    nb = filled(notebook("labs", lab), code)
+    graded = {grade_id(c): c.source for c in notebook("solutions", lab).cells
+              if meta(c).get("grade")}
+    return filled(nb, graded)
+
+
 def comparable(nb):
     return [(c.cell_type, c.source, meta(c) or None) for c in nb.cells]
 

@@ -7,7 +7,7 @@ import os
 import sys
 
 import pytest
-from labtools import ROOT, cells_of, filled, notebook
+from labtools import ROOT, cells_of, submission
 
 from streamlab.grading import plan, run_part, sandbox
 
@@ -43,20 +43,14 @@ BWRAP = sandbox.status()[0]
 
 
 def cheat(code):
-    return plan(filled(notebook("labs", LAB), {"add_in_two_streams": code}))
-
-
-def graded_cells(cells):
-    """The learner's copy with the graded cells as autograde restores them (hidden tests)."""
-    graded = {c["id"]: c["source"] for c in plan(notebook("solutions", LAB))
-              if c["role"] == "graded"}
-    return [dict(c, source=graded[c["id"]]) if c["role"] == "graded" else c for c in cells]
+    """Lab 02 as graded, with part 3 answered by ``code``."""
+    return plan(submission(LAB, {"add_in_two_streams": code}))
 
 
 @pytest.mark.parametrize("code", [IN_PYTHON, BELOW_PYTHON], ids=["in Python", "below Python"])
 def test_a_cheat_that_reads_the_courses_tests_passes_only_where_nothing_is_hidden(tmp_path,
                                                                                   code):
-    cells = graded_cells(cheat(code))
+    cells = cheat(code)
     open_door = run_part(cells, "check_part3", cwd=str(tmp_path), timeout=120)
     assert open_door.passed, ("the cheat must work where nothing is hidden, or this test "
                               f"proves nothing: {open_door}")
@@ -92,8 +86,7 @@ try:
 except OSError:
     LEAKED = False
 '''
-    nb = filled(notebook("labs", LAB), cells_of(LAB, "solution"))
-    cells = graded_cells(plan(nb))
+    cells = plan(submission(LAB, cells_of(LAB, "solution")))
     cells.insert(-1, {"source": look, "role": "other", "id": ""})
     cells.append({"source": "assert SEEN == ['lab02__events.ipynb'], SEEN\n"
                             "assert not LEAKED", "role": "graded", "id": "look"})
@@ -149,3 +142,45 @@ def test_the_status_probe_names_what_is_missing(tmp_path):
     fake.chmod(0o755)
     found, why = sandbox.status(str(fake))
     assert found is None and "No permissions to creating new namespace" in why
+
+
+#: part 3 taken from the course's tests while something the grader's hook uses is
+#: replaced, and put back before the check runs (so the guard finds nothing replaced)
+DONE_AND_UNDONE = '''
+import os, pathlib, streamlab
+import streamlab.grading._child as child
+kept = (pathlib.Path(streamlab.__file__).resolve().parents[2] / "tests" / "wrong_solutions"
+        / "lab02__events.py")
+saved = {name}
+{name} = {fake}
+try:
+    text = kept.read_text()
+finally:
+    {name} = saved
+ns = {{}}
+exec(text, ns)
+exec(next(code for target, code, *_ in ns["RIGHT"].values()
+          if target == "add_in_two_streams"))
+'''
+
+
+@pytest.mark.parametrize("name, fake", [
+    ("child.inside", "lambda *a: False"),
+    ("os.path.realpath", "lambda p, *a, **k: '/elsewhere'"),
+    ("os.fsdecode", "lambda p: '/elsewhere'"),
+    ("os.path.join", "lambda *a: '/elsewhere'"),
+])
+def test_replacing_what_the_hook_uses_while_reading_gets_nothing(tmp_path, name, fake):
+    """The hook holds its own references to realpath, fsdecode and its path test, so
+    replacing them while reading fails in the hook alone. What realpath itself calls
+    (os.path.join here) it cannot hold: with the hook alone that read gets through (the
+    documented gap), and in the sandbox nothing does."""
+    cells = cheat(DONE_AND_UNDONE.format(name=name, fake=fake))
+    hook_only = run_part(cells, "check_part3", cwd=str(tmp_path), hide=[str(ROOT)],
+                         sandbox="off", timeout=120)
+    assert hook_only.passed is (name == "os.path.join"), hook_only
+    if BWRAP is None:
+        pytest.skip(f"no sandbox on this machine: {sandbox.status()[1]}")
+    boxed = run_part(cells, "check_part3", cwd=str(tmp_path), hide=[str(ROOT)],
+                     sandbox="bwrap", timeout=120)
+    assert not boxed.passed, boxed

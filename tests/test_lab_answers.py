@@ -10,8 +10,8 @@ import importlib
 import re
 
 import pytest
-from labtools import FIRST_HALF, LABS, cases, cells_of, filled, grade_id, meta, notebook, \
-    setup_code
+from labtools import FIRST_HALF, LABS, cases, cells_of, grade_id, meta, notebook, \
+    setup_code, submission
 
 from streamlab.check import CheckFailed
 from streamlab.grading import plan, run_part
@@ -110,15 +110,6 @@ def test_a_right_answer_in_other_words_passes(lab, target, code, check_id):
     answers[target] = code.strip("\n")
     results = run_in_process(lab, answers, target)
     assert check_id in results and all(v is None for v in results.values()), results
-
-
-def submission(lab, code):
-    """The learner's copy with ``code`` in its solution cells and the graded cells as
-    nbgrader's autograde restores them (hidden tests included)."""
-    nb = filled(notebook("labs", lab), code)
-    graded = {grade_id(c): c.source for c in notebook("solutions", lab).cells
-              if meta(c).get("grade")}
-    return filled(nb, graded)
 
 
 @pytest.mark.parametrize("lab", LABS)

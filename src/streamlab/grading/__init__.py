@@ -30,7 +30,8 @@ this way.
 What this does not stop (the checks still run in the learner's process: it is a guard
 against the cheats a clever learner tries, not a security boundary): code that reads a
 copy of the solutions kept outside the course's folders; without bubblewrap, tricks
-below Python (``ctypes`` calling libc directly) that read the course's files; code that
+below Python (``ctypes`` calling libc directly), or code that replaces what Python's
+``os.path.realpath`` calls while it reads, that read the course's files; code that
 digs the verdict pipe's number out of the grader's memory and forges a verdict, or
 changes a running check's local variables through its frame. For an exam, grade inside
 a container that holds only the submissions.

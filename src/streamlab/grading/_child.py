@@ -15,6 +15,8 @@ import os
 import sys
 import traceback
 
+from .sandbox import inside
+
 # What the guard compares: objects learner code has no business replacing.
 WATCHED_MODULES = ("streamlab", "numba.cuda", "numpy", "builtins", "asyncio", "threading",
                    "time", "math", "contextlib", "functools", "warnings", "logging")
@@ -96,16 +98,16 @@ class Guard:
         return found
 
 
-def _inside(path: str, roots) -> bool:
-    return any(path == r or path.startswith(r.rstrip(os.sep) + os.sep) for r in roots)
-
-
 def _guard_hook(protect: list[str], hide=(), allow=()):
     """An audit hook: no reading the solutions, the gradebook, or anything in the hidden
     folders (the course) but what the part needs to run; no starting programs."""
     protect = tuple(os.path.realpath(p) for p in protect)
     hide = tuple(os.path.realpath(p) for p in hide)
     allow = tuple(os.path.realpath(p) for p in allow)
+    # held here, not looked up when a file is opened: learner code that replaces
+    # os.path.realpath, os.fsdecode or this module's helpers while it reads a file (and
+    # puts them back before the check) must not change what the hook sees
+    realpath, fsdecode, under = os.path.realpath, os.fsdecode, inside
 
     def hook(event, args):
         if event in ("open", "os.listdir", "os.scandir") and args and (protect or hide):
@@ -113,10 +115,10 @@ def _guard_hook(protect: list[str], hide=(), allow=()):
             if isinstance(path, int):
                 return
             try:
-                real = os.path.realpath(os.fsdecode(path if path is not None else "."))
+                real = realpath(fsdecode(path if path is not None else "."))
             except (TypeError, ValueError):
                 return
-            if _inside(real, protect) or (_inside(real, hide) and not _inside(real, allow)):
+            if under(real, protect) or (under(real, hide) and not under(real, allow)):
                 raise PermissionError(f"the grader does not let lab code read {real}")
         elif event in ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn",
                        "os.spawn", "os.fork", "os.forkpty", "pty.spawn"):

@@ -41,8 +41,9 @@ class SandboxError(RuntimeError):
     """The sandbox was required (mode "bwrap") and this system cannot make one."""
 
 
-def _inside(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+def inside(path: str, roots) -> bool:
+    """Is ``path`` one of ``roots`` or in one of them (all real paths)?"""
+    return any(path == r or path.startswith(r.rstrip(os.sep) + os.sep) for r in roots)
 
 
 @functools.lru_cache(maxsize=None)
@@ -113,7 +114,7 @@ def needed(executable: str = sys.executable, env: dict | None = None,
     out = []
     for p in paths:
         real = os.path.realpath(p)
-        if os.path.exists(real) and not any(_inside(h, real) for h in hide):
+        if os.path.exists(real) and not any(inside(h, [real]) for h in hide):
             out.append(real)  # a folder, or a zip on sys.path
     return sorted(set(out))
 
@@ -131,7 +132,7 @@ def wrap(command: list[str], *, hide, keep, cwd: str, bwrap: str) -> list[str]:
     for k in sorted({os.path.realpath(k) for k in keep}):
         # put back only what a hidden folder covered; never a folder that holds one
         # (that would put the whole course back)
-        if any(_inside(k, h) for h in hidden) and not any(_inside(h, k) for h in hide):
+        if inside(k, hidden) and not any(inside(h, [k]) for h in hide):
             args += ["--ro-bind", k, k]
     args += ["--bind", cwd, cwd, "--chdir", cwd, "--setenv", "HOME", "/tmp",
              "--setenv", "MPLCONFIGDIR", "/tmp/matplotlib", "--"]
