@@ -83,6 +83,40 @@ def test_a_failing_timing_check_draws_the_learners_timeline(monkeypatch):
     assert len(shown) == 1 and isinstance(shown[0], Figure)
 
 
+def test_lesson01s_overlap_check_runs_the_loop_again_when_one_run_falls_short(monkeypatch,
+                                                                            capsys):
+    """Lesson 01's exercise 2 times a loop the check issues itself: a run that a busy host
+    stretched (here: its timeline replaced by a serial one) is run again and says so; with
+    the timelines always serial it fails after three runs."""
+    import contextlib
+
+    from streamlab import check
+    from streamlab.trace import Span, Trace
+
+    serial = Trace.from_spans([Span(f"k{i}", f"s{i}", "kernel", i, i + 1) for i in range(8)])
+    overlapped = Trace.from_spans([Span(f"k{i}", f"s{i}", "kernel", 0, 1) for i in range(8)])
+    real = check.time_per_stream
+    timelines = []
+
+    @contextlib.contextmanager
+    def faked(streams):
+        with real(streams) as out:
+            yield out
+        out[0] = timelines.pop(0)
+
+    monkeypatch.setattr(check, "time_per_stream", faked)
+    right = RIGHT[("01", 2, "make_streams")]["solution"]
+    timelines[:] = [serial, overlapped]
+    run("01", 2, "make_streams", right)
+    out = capsys.readouterr().out
+    assert "run 1 overlapped only 1.0-fold" in out and "Exercise 2: passed" in out
+    assert timelines == []
+    timelines[:] = [serial] * 3
+    with pytest.raises(CheckFailed, match="overlapped only 1.0-fold"):
+        run("01", 2, "make_streams", right)
+    assert timelines == []
+
+
 def test_in_a_notebook_no_error_shows_a_frame_of_streamlab():
     """In a kernel, as a learner sees it: a wrong answer shows the check's one line; the
     mistake the check names (no wait before elapsed_time) no longer escapes as a traceback

@@ -98,11 +98,11 @@ def test_the_learners_copy_carries_no_record_of_a_gpu_run(lab):
 # --- overlap measured again when one run falls short -------------------------------------
 def test_a_run_stretched_by_a_busy_host_is_measured_again_and_waiting_work_never_passes(
         capsys):
-    """Lab 01 judges the best of up to three runs: right code whose one run another program
-    stretched passes on the next, and says it measured again; code that waits falls short
-    every time and fails, on its best run, after three."""
+    """Lab 01 (and lesson 01's exercise 2) judge the best of up to three runs
+    (check.best_concurrency_at_least): right code whose one run another program stretched
+    passes on the next, and says it measured again; code that waits falls short every time
+    and fails, on its best run, after three."""
     from streamlab import check
-    from streamlab.labs import lab01
     from streamlab.trace import Span, Trace
 
     overlapped = Trace.from_spans([Span(f"k{i}", f"s{i}", "kernel", 0, 1) for i in range(8)])
@@ -114,7 +114,7 @@ def test_a_run_stretched_by_a_busy_host_is_measured_again_and_waiting_work_never
         calls.append(1)
         return next(runs)
 
-    lab01._best_overlap(stretched_once, 5.2, "eight")
+    check.best_concurrency_at_least(stretched_once, 5.2, "eight")
     out = capsys.readouterr().out
     assert len(calls) == 2
     assert "run 1 overlapped only 1.0-fold" in out and "measured again" in out
@@ -127,9 +127,9 @@ def test_a_run_stretched_by_a_busy_host_is_measured_again_and_waiting_work_never
         return serial
 
     with pytest.raises(check.CheckFailed, match="overlapped only 1.0-fold"):
-        lab01._best_overlap(always_serial, 5.2, "eight")
+        check.best_concurrency_at_least(always_serial, 5.2, "eight")
     assert len(calls) == 3
 
     calls.clear()
-    lab01._best_overlap(lambda: calls.append(1) or overlapped, 5.2, "eight")
+    check.best_concurrency_at_least(lambda: calls.append(1) or overlapped, 5.2, "eight")
     assert len(calls) == 1, "a run that overlaps is measured once"

@@ -225,3 +225,30 @@ def concurrency_at_least(trace: Trace, minimum: float, label: str) -> None:
                    f"expected at least {minimum:.1f}. Something is making the streams wait "
                    f"for each other")
     print(f"{label}: overlapped {m.concurrency:.1f}-fold{where}")
+
+
+def best_concurrency_at_least(run_once, minimum: float, label: str, *, tries: int = 3) -> None:
+    """As :func:`concurrency_at_least`, for the best of up to ``tries`` runs of
+    ``run_once()``, which runs the code under test, checks all it did, and returns its
+    timeline. Another program busy on the host stretches the time between launches, on a
+    GPU and on the simulator's model GPU alike, so one run of right code can fall short: a
+    run that does is measured again, and says so. Code that makes the streams wait falls
+    short every time."""
+    best = None
+    for attempt in range(1, tries + 1):
+        trace = run_once()
+        got = trace.metrics().concurrency
+        if best is None or got > best.metrics().concurrency:
+            best = trace
+        judged = not on_simulator() or _model_on()
+        if best.metrics().concurrency >= minimum or attempt == tries or not judged:
+            break
+        print(f"{label}: run {attempt} overlapped only {got:.1f}-fold (expected "
+              f"{minimum:.1f}); a busy host can stretch one run, so it is measured again")
+    concurrency_at_least(best, minimum, label)
+
+
+def _model_on() -> bool:
+    from .model import simulator_model
+
+    return simulator_model() is not None

@@ -39,15 +39,19 @@ def check_exercise2(make_streams, *, count=8):
         if len(keys) != count:
             check.fail(f"make_streams({count}) returned {len(keys)} different stream(s): "
                        f"make a new one for each")
-        with check.time_per_stream(streams) as timing, record_ops() as ops:
-            for s in streams:  # the post's loop, issued by the check
-                streamlab.spin[1, 1, s](STEP_NS)
-                dummy[1, 1]()   # the legacy default stream
-        order = analyze(ops)
-        none_ordered(order, ops.launches("spin"), "kernel")
-        cuda.synchronize()
-        check.concurrency_at_least(timing[0], 0.65 * count,
-                                   f"{count} kernels with dummies on the legacy stream")
+
+        def run_once():
+            with check.time_per_stream(streams) as timing, record_ops() as ops:
+                for s in streams:  # the post's loop, issued by the check
+                    streamlab.spin[1, 1, s](STEP_NS)
+                    dummy[1, 1]()   # the legacy default stream
+            order = analyze(ops)
+            none_ordered(order, ops.launches("spin"), "kernel")
+            cuda.synchronize()
+            return timing[0]
+
+        check.best_concurrency_at_least(run_once, 0.65 * count,
+                                        f"{count} kernels with dummies on the legacy stream")
 
 
 def check_exercise1(launch_from_thread, *, count=8, seed=None):

@@ -15,7 +15,6 @@ from numba import cuda
 import streamlab
 
 from .. import check
-from ..model import simulator_model
 from ..ops import internal, record_ops
 from ..order import analyze
 from . import no_races, none_ordered, part
@@ -87,26 +86,6 @@ def warm_up() -> None:
     cuda.synchronize()
 
 
-def _best_overlap(run_once, minimum, label, *, tries=3):
-    """Judge the overlap of the best of up to ``tries`` runs of ``run_once()``, which
-    runs the learner's code, checks all it did, and returns its timeline. Another program
-    busy on the host stretches the time between launches, on a GPU and on the simulator's
-    model GPU alike, so one run can fall short with right code: a run that does is measured
-    again, and says so. Code that makes the streams wait falls short every time."""
-    best = None
-    for attempt in range(1, tries + 1):
-        trace = run_once()
-        if best is None or trace.metrics().concurrency > best.metrics().concurrency:
-            best = trace
-        judged = not streamlab.on_simulator() or simulator_model() is not None
-        if best.metrics().concurrency >= minimum or attempt == tries or not judged:
-            break
-        print(f"{label}: run {attempt} overlapped only "
-              f"{trace.metrics().concurrency:.1f}-fold (expected {minimum:.1f}); a busy "
-              f"host can stretch one run, so it is measured again")
-    check.concurrency_at_least(best, minimum, label)
-
-
 def _checked_run(fn, name, streams, *, seed, what, with_dummy=False):
     """One run of the learner's ``fn`` over fresh inputs on ``streams`` (fresh ones for
     each run), all it did checked (no host sync, one worker launch per stream, none
@@ -141,19 +120,21 @@ def check_part1(launch_on_streams, *, count=8, nonblocking=False, seed=None):
             return [streamlab.stream(nonblocking=True) if nonblocking else cuda.stream()
                     for _ in range(count)]
 
-        _best_overlap(lambda: _checked_run(launch_on_streams, "launch_on_streams", streams(),
-                                           seed=seed, what="kernel"),
-                      0.65 * count, f"{count} kernels on {count} streams")
+        check.best_concurrency_at_least(
+            lambda: _checked_run(launch_on_streams, "launch_on_streams", streams(),
+                                 seed=seed, what="kernel"),
+            0.65 * count, f"{count} kernels on {count} streams")
 
 
 def check_part2(launch_with_dummies, *, count=8, seed=None):
     """As part 1, with a dummy kernel after each worker, and the workers still free to
     run at once."""
     with part(2, launch_with_dummies):
-        _best_overlap(lambda: _checked_run(launch_with_dummies, "launch_with_dummies",
-                                           [cuda.stream() for _ in range(count)],
-                                           seed=seed, what="worker kernel", with_dummy=True),
-                      0.65 * count, f"{count} kernels with dummies between them")
+        check.best_concurrency_at_least(
+            lambda: _checked_run(launch_with_dummies, "launch_with_dummies",
+                                 [cuda.stream() for _ in range(count)],
+                                 seed=seed, what="worker kernel", with_dummy=True),
+            0.65 * count, f"{count} kernels with dummies between them")
 
 
 def check_part3(wait_for, *, short_ms=5, long_ms=60):

@@ -22,7 +22,7 @@ from . import no_races, part
 __all__ = ["warm_up", "CHUNK", "THREADS", "BLOCKS", "transform", "Slot", "make_slots", "fresh_chunks",
            "check_part1", "check_part2"]
 
-THREADS = 256
+THREADS = streamlab.pick(gpu=256, sim=64)  # the simulator runs each thread in Python
 # On the simulator, more than one block's worth: a launch of one block cannot cover it.
 CHUNK = streamlab.pick(gpu=1 << 22, sim=3 * THREADS + 9)   # floats per chunk
 BLOCKS = (CHUNK + THREADS - 1) // THREADS

@@ -31,7 +31,7 @@ __all__ = ["warm_up", "CHUNK", "THREADS", "BLOCKS", "K", "transform", "Slot", "m
            "fresh_batches", "check_part1", "check_part2", "check_part3"]
 
 # on the simulator every GPU thread is a Python thread: small blocks keep the checks quick
-THREADS = streamlab.pick(gpu=256, sim=64)
+THREADS = streamlab.pick(gpu=256, sim=32)  # the simulator runs each thread in Python
 CHUNK = streamlab.pick(gpu=1 << 20, sim=2 * THREADS + 5)  # floats per chunk (a part block)
 BLOCKS = (CHUNK + THREADS - 1) // THREADS
 K = 4  # slots, and branches of the graph
