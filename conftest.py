@@ -40,11 +40,7 @@ collect_ignore = [] if importlib.util.find_spec("nbgrader") else [
 # expected to fail, strictly: once scripts/gpu-check.sh has run a notebook, they pass, and
 # pytest fails until its entry is taken off this list. tests/test_provenance.py holds the
 # entries to that (the notebook exists, has no outputs and no stamp).
-AWAITING_GPU_RUN: dict[str, str] = {
-    "solutions/lab01__eight_streams/lab01__eight_streams.ipynb":
-        "its checks of parts 1 and 2 measure the overlap again when a run falls short "
-        "(labs/lab01.py), and this session had no GPU time left to run it",
-}
+AWAITING_GPU_RUN: dict[str, str] = {}
 READS_A_GPU_RUN = {
     "test_committed_outputs_come_from_a_gpu_run",
     "test_committed_outputs_are_not_older_than_the_code_they_ran",

@@ -53,6 +53,11 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
+def _times(result: dict) -> int:
+    """How many times in a row a notebook ran (``run_notebooks.py --repeat``)."""
+    return max(1, len(result.get("runs") or []))
+
+
 def page(runs: list[dict]) -> str:
     """The page's markdown."""
     heads = [f"{r['gpu']}, {r['file'][:-5]}" for r in runs]
@@ -65,12 +70,14 @@ def page(runs: list[dict]) -> str:
         "is one the lessons' text does not state as a number: their claims hold it to what",
         "the device reports or what the same run measured.",
         "",
-        "| run | GPU | notebooks run | failed | file |",
-        "| --- | --- | ---: | ---: | --- |",
+        "| run | GPU | notebooks run | times in a row | failed | file |",
+        "| --- | --- | ---: | ---: | ---: | --- |",
     ]
     for head, r in zip(heads, runs):
         failed = sum(1 for x in r["results"].values() if x.get("error"))
-        lines.append(f"| {head} | {r['gpu']} | {len(r['results'])} | {failed} | "
+        times = sorted({_times(x) for x in r["results"].values()})
+        span = str(times[0]) if len(times) == 1 else f"{times[0]} to {times[-1]}"
+        lines.append(f"| {head} | {r['gpu']} | {len(r['results'])} | {span} | {failed} | "
                      f"[{r['file']}](runs/{r['file']}) |")
     paths = sorted({p for r in runs for p in r["results"]},
                    key=lambda p: (p.startswith("solutions/"), p))
@@ -82,7 +89,13 @@ def page(runs: list[dict]) -> str:
             x = r["results"].get(path)
             if x is None:
                 continue
-            status = "FAILED: " + x["error"] if x.get("error") else f"ran in {x['seconds']} s"
+            if x.get("error"):
+                status = "FAILED: " + x["error"]
+            elif _times(x) > 1:  # run_notebooks.py --repeat: every run passed
+                status = (f"{_times(x)} runs in a row, each passed, in "
+                          + ", ".join(f"{run['seconds']}" for run in x["runs"]) + " s")
+            else:
+                status = f"ran in {x['seconds']} s"
             rows.setdefault("run", ["–"] * len(runs))[i] = status
             for key, value in x.get("headline", []):
                 if key != "device":

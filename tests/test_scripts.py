@@ -125,6 +125,22 @@ def test_the_comparison_page_puts_each_runs_figures_in_its_own_column(tmp_path):
     assert [r["gpu"] for r in runs] == ["GPU A", "GPU B"]
     text = gpu_compare.page(runs)
     assert "| kernel | 1.0 ms | 2.0 ms |" in text
+    assert "| run | ran in 1.0 s | ran in 1.0 s |" in text
+
+
+def test_the_comparison_page_says_how_many_times_in_a_row_a_notebook_ran(tmp_path):
+    """A run of run_notebooks.py --repeat 3 keeps each run: the page says three runs in a
+    row passed, and how long each took; the summary says how many times each ran."""
+    runs = [{"seconds": s, "error": None, "headline": [["device", "GPU A"]]}
+            for s in (1.0, 2.0, 3.0)]
+    (tmp_path / "2026-01-01-a.json").write_text(json.dumps({
+        "notebooks/00__x__y.ipynb": {"seconds": 3.0, "error": None, "runs": runs,
+                                     "headline": [["device", "GPU A"]]},
+        "notebooks/01__x__y.ipynb": {"seconds": 1.0, "error": None,
+                                     "headline": [["device", "GPU A"]]}}))
+    text = gpu_compare.page([gpu_compare.load(tmp_path / "2026-01-01-a.json")])
+    assert "| run | 3 runs in a row, each passed, in 1.0, 2.0, 3.0 s |" in text
+    assert "| GPU A, 2026-01-01-a | GPU A | 2 | 1 to 3 | 0 |" in text
 
 
 @pytest.mark.parametrize("name, content, says", [
