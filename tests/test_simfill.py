@@ -96,6 +96,39 @@ def test_a_device_copy_of_a_pinned_array_is_a_plain_device_array():
     assert (d.copy_to_host() == 3.0).all()
 
 
+def test_pinned_is_the_memory_not_the_class_a_copy_is_pageable():
+    """issue 32: a copy of a pinned array is new, pageable memory on a GPU, though numpy
+    gives it the pinned stand-in's class; views share the pinned memory. A pageable copy
+    made from it is recorded as pageable, so a check that asks for pinned copies sees it."""
+    h = cuda.pinned_array(64, dtype=np.float32)
+    m = cuda.mapped_array(64, dtype=np.float32)
+    for ary in (h, h[8:], h.reshape(8, 8)[2], np.asarray(h), m, m[1:]):
+        assert streamlab.is_pinned(ary)
+    for copy in (h.copy(), np.copy(h), h + 1, h * 2.0, np.empty_like(h), np.array(h),
+                 m.copy(), h.copy()[8:]):
+        assert not streamlab.is_pinned(copy), type(copy)
+    plain = np.zeros(64, np.float32)
+    with cuda.pinned(plain):
+        assert streamlab.is_pinned(plain) and streamlab.is_pinned(plain[4:])
+    assert not streamlab.is_pinned(plain)
+    s = cuda.stream()
+    d = cuda.device_array(64, dtype=np.float32)
+    with streamlab.record_ops() as ops:
+        d.copy_to_device(h, stream=s)
+        d.copy_to_device(h.copy(), stream=s)
+    s.synchronize()
+    assert [op.pinned for op in ops.copies("h2d")] == [True, False]
+
+
+def test_the_contexts_synchronize_waits_as_cuda_synchronize_does():
+    """issue 32: cuda.current_context().synchronize() raised AttributeError on the
+    simulator; on a GPU it waits for the device, and the record shows that host wait."""
+    with streamlab.record_ops() as ops:
+        cuda.current_context().synchronize()
+        cuda.synchronize()
+    assert [op.name for op in ops.syncs()] == ["device", "device"]
+
+
 def test_mapped_array_is_host_memory_a_kernel_writes():
     m = cuda.mapped_array(8, dtype=np.int32)
     assert isinstance(m, np.ndarray)

@@ -39,7 +39,7 @@ import time
 import numpy as np
 
 from . import graphs
-from ._pinned import SimMappedArray, SimPinnedArray, _pinned_ids, is_pinned  # noqa: F401
+from ._pinned import SimMappedArray, SimPinnedArray, _pinned_ids, allocated, is_pinned  # noqa: F401
 from .ops import emit, timed
 
 # CUDA's special stream handles, as numba uses them on a GPU.
@@ -66,6 +66,7 @@ def apply(cuda) -> None:
     for name, value in fills.items():
         setattr(cuda, name, value)
     sim_api.synchronize = fills["synchronize"]  # the same function by any name
+    _contexts_synchronize(cuda)
     _to_device_takes_pinned_arrays()
     _launches_take_turns()
     _each_configuration_its_own()
@@ -287,16 +288,16 @@ def _memory_calls() -> dict:
             _pinned_ids.difference_update(ids)
 
     def pinned_array(shape, dtype=np.float64, strides=None, order="C"):
-        return np.ndarray(shape=shape, dtype=dtype, strides=strides,
-                          order=order).view(SimPinnedArray)
+        return allocated(np.ndarray(shape=shape, dtype=dtype, strides=strides,
+                                    order=order).view(SimPinnedArray))
 
     def pinned_array_like(ary):
         return pinned_array(ary.shape, ary.dtype)
 
     def mapped_array(shape, dtype=np.float64, strides=None, order="C", stream=0,
                      portable=False, wc=False):
-        return np.ndarray(shape=shape, dtype=dtype, strides=strides,
-                          order=order).view(SimMappedArray)
+        return allocated(np.ndarray(shape=shape, dtype=dtype, strides=strides,
+                                    order=order).view(SimMappedArray))
 
     from numba.cuda.simulator.cudadrv import devicearray as sim_da
 
@@ -324,6 +325,19 @@ def _memory_calls() -> dict:
         "pinned_array_like": pinned_array_like,
         "mapped_array": mapped_array,
     }
+
+
+def _contexts_synchronize(cuda) -> None:
+    """``cuda.current_context().synchronize()`` waits for the whole device on a GPU (and
+    the course records it as ``cuda.synchronize()``); the simulator's context has no such
+    method (AttributeError). Give it one: ``cuda.synchronize()``, looked up when called,
+    so that the record of what code did sees the same host wait."""
+    from numba.cuda.simulator.cudadrv import devices
+
+    def synchronize(self):
+        return cuda.synchronize()
+
+    devices.FakeCUDAContext.synchronize = synchronize
 
 
 def _to_device_takes_pinned_arrays() -> None:
