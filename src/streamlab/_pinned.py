@@ -33,7 +33,8 @@ def allocated(ary: np.ndarray) -> np.ndarray:
     for owner in (ary, ary.base):
         if isinstance(owner, np.ndarray):
             key = id(owner)
-            _allocations[key] = weakref.ref(owner, lambda _ref, key=key: _allocations.pop(key, None))
+            _allocations[key] = weakref.ref(
+                owner, lambda _ref, key=key: _allocations.pop(key, None))
     return ary
 
 
