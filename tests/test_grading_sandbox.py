@@ -164,6 +164,20 @@ exec(next(code for target, code, *_ in ns["RIGHT"].values()
 '''
 
 
+def _pathlib_joins_with_os_path() -> bool:
+    """Whether this Python's pathlib reads os.path.join when a path is first turned into
+    text (the cheat below replaces it between making its path and reading the file)."""
+    import os
+    import pathlib
+
+    path = pathlib.Path("/a") / "b"
+    saved, os.path.join = os.path.join, lambda *a: "/elsewhere"
+    try:
+        return os.fspath(path) == "/elsewhere"
+    finally:
+        os.path.join = saved
+
+
 @pytest.mark.parametrize("name, fake", [
     ("child.inside", "lambda *a: False"),
     ("os.path.realpath", "lambda p, *a, **k: '/elsewhere'"),
@@ -178,7 +192,14 @@ def test_replacing_what_the_hook_uses_while_reading_gets_nothing(tmp_path, name,
     cells = cheat(DONE_AND_UNDONE.format(name=name, fake=fake))
     hook_only = run_part(cells, "check_part3", cwd=str(tmp_path), hide=[str(ROOT)],
                          sandbox="off", timeout=120)
-    assert hook_only.passed is (name == "os.path.join"), hook_only
+    if name == "os.path.join" and _pathlib_joins_with_os_path():
+        # this Python's pathlib builds a path's text with os.path.join when it is first
+        # read (3.12, measured on the GPU machine): the cheat's own read goes to
+        # '/elsewhere' and fails before the hook sees anything
+        assert not hook_only.passed, hook_only
+        assert any("'/elsewhere'" in e for e in hook_only.learner_errors), hook_only
+    else:
+        assert hook_only.passed is (name == "os.path.join"), hook_only
     if BWRAP is None:
         pytest.skip(f"no sandbox on this machine: {sandbox.status()[1]}")
     boxed = run_part(cells, "check_part3", cwd=str(tmp_path), hide=[str(ROOT)],

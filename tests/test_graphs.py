@@ -73,7 +73,12 @@ def case_capture_runs_nothing_and_each_launch_replays():
 
 
 def case_shape_of_one_chain():
-    b = capture_one_chain(pinned(1), cuda.device_array(N, np.float32))
+    # the arrays are kept alive, as a lesson keeps them: a copy node's direction is read
+    # from its pointers. With temporaries, one GPU run of the whole suite read 'copy h2h'
+    # (both ends unknown to the driver as device memory); likely numba had freed the
+    # device array by then, its frees being deferred and flushed at a count of them
+    h, d = pinned(1), cuda.device_array(N, np.float32)
+    b = capture_one_chain(h, d)
     shape = streamlab.graph_shape(b)
     assert [n.kind for n in shape.nodes] == ["copy h2d", "kernel", "copy d2h"]
     assert shape.of("kernel")[0].name == "double"
@@ -519,11 +524,22 @@ def test_end_capture_takes_a_builder(sim_only):
 
 # --- a builder whose capture ended without a graph is never collected -------------
 class _Builder:
-    """Stands in for cuda.core's GraphBuilder: is_building as cuda.core reports it."""
+    """Stands in for cuda.core 1.2's GraphBuilder as it was measured on an H100: while an
+    invalidated capture is still open, ``is_building`` raises; once the capture has ended
+    (by cuda.core, or by the driver), it is False, whether a graph was made or not."""
 
-    def __init__(self, building):
-        self.is_building = building
+    INVALIDATED = ("Build process encountered an error and has been invalidated. "
+                   "Build process must now be ended.")
+
+    def __init__(self, state):
+        self.state = state  # "capturing", "invalidated", "ended with a graph", "ended without"
         self.stream = cuda.stream()
+
+    @property
+    def is_building(self):
+        if self.state == "invalidated":
+            raise RuntimeError(self.INVALIDATED)
+        return self.state == "capturing"
 
 
 def test_a_builder_the_driver_ended_is_kept_for_good_the_others_let_go(monkeypatch):
@@ -534,29 +550,48 @@ def test_a_builder_the_driver_ended_is_kept_for_good_the_others_let_go(monkeypat
 
     capturing = {}
     monkeypatch.setattr("streamlab.streams._capturing", lambda h: capturing.get(h, False))
+    # whether the builder holds a graph the driver knows (read from the driver on a GPU,
+    # held to cuda.core there by test_invalidated_captures_no_longer_kill_the_process)
+    monkeypatch.setattr(graphs, "_holds_graph", lambda b: b.state == "ended with a graph")
     monkeypatch.setattr(graphs, "_live", [])
     monkeypatch.setattr(graphs, "_dead", [])
     from streamlab.streams import handle_of
 
-    ended_well = _Builder(building=False)          # cuda.core ended it: a graph
-    invalidated = _Builder(building=True)          # cuda.core thinks it builds; the driver ended it
-    still = _Builder(building=True)                # still capturing
-    capturing[handle_of(still.stream)] = True
-    graphs._live.extend([ended_well, invalidated, still])
-    refs = sys.getrefcount(invalidated)
+    ended_well = _Builder("ended with a graph")
+    ended_without = _Builder("ended without")      # the driver ended it (or refused it unjoined)
+    invalidated = _Builder("invalidated")          # still open, to be ended
+    still = _Builder("capturing")
+    for b in (invalidated, still):
+        capturing[handle_of(b.stream)] = True
+    graphs._live.extend([ended_well, ended_without, invalidated, still])
+    refs = sys.getrefcount(ended_without)
     graphs._settle()
-    assert graphs._live == [still]
-    assert graphs._dead == [invalidated]
+    assert graphs._live == [invalidated, still]
+    assert graphs._dead == [ended_without]
     # one reference for _dead, one more that nothing will ever drop; _live's is gone
-    assert sys.getrefcount(invalidated) == refs + 1
+    assert sys.getrefcount(ended_without) == refs + 1
     graphs._settle()                               # settling again keeps it once
-    now = sys.getrefcount(invalidated)
-    assert now == refs + 1
-    assert graphs._dead == [invalidated]
+    assert sys.getrefcount(ended_without) == refs + 1
+    assert graphs._dead == [ended_without]
+    # the invalidated capture is ended (is_building now False, no graph); the other ends well
     capturing.clear()
-    still.is_building = False
+    invalidated.state, still.state = "ended without", "ended with a graph"
     graphs._settle()
-    assert graphs._live == [] and graphs._dead == [invalidated]
+    assert graphs._live == [] and graphs._dead == [ended_without, invalidated]
+
+
+def test_an_invalidated_capture_the_driver_has_not_ended_is_still_capturing(monkeypatch):
+    """cuda.core says 'must now be ended' (is_building raises) while the stream still
+    captures: not yet settled either way. If the stream no longer captures, it ended
+    without a graph."""
+    monkeypatch.setattr(graphs, "_holds_graph", lambda b: pytest.fail("not asked"))
+    b = _Builder("invalidated")
+    from streamlab.streams import handle_of
+
+    monkeypatch.setattr("streamlab.streams._capturing", lambda h: h == handle_of(b.stream))
+    assert graphs._ended_without_graph(b) is None
+    monkeypatch.setattr("streamlab.streams._capturing", lambda h: False)
+    assert graphs._ended_without_graph(b) is True
 
 
 _KEEPS_TO_EXIT = """

@@ -80,15 +80,19 @@ class GraphError(RuntimeError):
 _made = {"builders": False}
 
 # A capture that a refused call invalidated, or that ended unjoined, has no graph: the
-# driver destroys the graph when the capture ends. cuda.core 1.2's GraphBuilder still
-# holds that graph as its own and destroys it again when the builder is collected, a
-# double destroy inside libcuda (NVIDIA/cuda-python#2834, fixed for cuda.core 1.3). It
-# killed lesson 07's kernel: measured on an H100, every process that kept one such
-# builder until it exited died there (a segfault), and one whose builders were collected
-# earlier died at exit in 1 of 2 runs. So such a builder is never collected: each builder
-# graph_builder makes is held in _live until its capture has ended, then either let go
-# (it ended with a graph) or kept for the life of the process in _dead, with one reference
-# more than it has owners, so that not even the interpreter's teardown collects it.
+# driver ends it without one. cuda.core 1.2's GraphBuilder does not know: when such a
+# builder is collected it ends the capture again and destroys a graph the driver never
+# gave it (cuStreamEndCapture and cuGraphDestroy both refused, seen under cuda-gdb), and
+# at the interpreter's exit, after the context is gone, on streams that may be gone too
+# (NVIDIA/cuda-python#2834, fixed for cuda.core 1.3). It killed lesson 07's kernel, and
+# a test's program (eight invalidated captures, then an unjoined one) died at exit in 6
+# of 6 runs on an H100. So such a builder is never collected: each builder graph_builder
+# makes is held in _live until its capture has ended, then either let go (it ended with
+# a graph) or kept for the life of the process in _dead, with one reference more than
+# it has owners, so that not even the interpreter's teardown collects it. With this,
+# the same program exited cleanly in 6 of 6 runs. Which builders ended without a graph is
+# read from the driver (_ended_without_graph): cuda.core's is_building alone reads False
+# for both kinds of ending, which let every one of them go before (found on the GPU).
 _live: list = []
 _dead: list = []
 
@@ -103,18 +107,39 @@ def _keep_for_good(builder) -> None:
 
 
 def _ended_without_graph(builder) -> bool | None:
-    """True: the driver ended ``builder``'s capture but cuda.core still thinks it builds
-    (an invalidated or unjoined capture, ended by the driver). False: cuda.core ended it,
-    with a graph. None: still capturing."""
+    """True: ``builder``'s capture ended without a graph (the driver ended an invalidated
+    capture, or refused to end an unjoined one). False: it ended with a graph. None: still
+    capturing, an invalidated capture not yet ended included.
+
+    Read from the driver, not from cuda.core's state alone (measured with cuda.core 1.2
+    on an H100): while an invalidated capture is still open, ``is_building`` raises;
+    once the driver has ended it, or refused an unjoined one, ``is_building`` is False
+    as after a capture that made a graph. What tells them apart is the graph the builder
+    holds: the driver's own graph, or none it will take."""
     from .streams import _capturing, handle_of
 
     try:
         building = builder.is_building
-    except Exception:  # noqa: BLE001  (a builder cuda.core can no longer read)
-        return True
-    if not building:
+    except Exception:  # noqa: BLE001  (cuda.core: "invalidated ... must now be ended")
+        building = True
+    if building:
+        return None if _capturing(handle_of(builder.stream)) else True
+    return not _holds_graph(builder)
+
+
+def _holds_graph(builder) -> bool:
+    """Whether an ended ``builder`` holds a graph the driver knows: a capture ended without
+    one leaves cuda.core 1.2 with a handle the driver never filled (NULL) or refuses."""
+    from cuda.bindings import driver
+
+    try:
+        handle = builder.graph_definition.handle
+    except Exception:  # noqa: BLE001  (no graph to read: none was made)
         return False
-    return None if _capturing(handle_of(builder.stream)) else True
+    if handle is None or not int(handle):
+        return False
+    err = driver.cuGraphGetNodes(handle, 0)[0]
+    return err == driver.CUresult.CUDA_SUCCESS
 
 
 def _settle(only=None) -> None:
