@@ -4,7 +4,7 @@
 # answers included), the overhead benchmark; then docs/gpu-results.md written from what
 # was measured.
 #   bash scripts/gpu-check.sh        (results go to $OUT, default ./gpu-out)
-# $OUT gets: gpu-results.md, pytest.txt, bench.txt, bench.json, model.txt, model.json, doctor.txt, notebooks.txt,
+# $OUT gets: gpu-results.md, record.json, pytest.txt, bench.txt, bench.json, model.txt, model.json, doctor.txt, notebooks.txt,
 # notebooks.json and notebooks.tar (the executed notebooks and solutions, to commit),
 # junit.xml and tests.json (what the tests part ran and measured).
 # In parts, for machines that limit one command's time:
@@ -94,10 +94,13 @@ if [ "$PART" != notebooks ]; then
   nb_json=$OUT/notebooks.json
   [ "$PART" = tests ] && nb_json=${NOTEBOOKS_JSON:-}
   # shellcheck disable=SC2086  # junits and figures are lists of paths
-  python3 scripts/gpu_results.py --tests $figures --bench "$WORK/bench.json" \
-    --junit $junits ${nb_json:+$( [ -f "$nb_json" ] && echo --notebooks "$nb_json")} \
+  # record.json: this run's record, to keep in docs/runs/results/ (the course's page is
+  # made from the kept records, each GPU's run in its own column)
+  python3 scripts/gpu_results.py --doctor "$OUT/doctor.txt" --tests $figures \
+    --bench "$WORK/bench.json" --junit $junits \
+    ${nb_json:+$( [ -f "$nb_json" ] && echo --notebooks "$nb_json")} \
     $( [ -f "$OUT/model.json" ] && echo --model "$OUT/model.json") \
-    --out "$OUT/gpu-results.md" > /dev/null || status=1
+    --record "$OUT/record.json" --out "$OUT/gpu-results.md" || status=1
 fi
 echo "gpu-check: exit status $status"
 exit "$status"

@@ -1,24 +1,70 @@
-"""Write docs/gpu-results.md from what a GPU run measured.
+"""Write docs/gpu-results.md from what GPU runs measured: each GPU's run in its own column.
 
-    python scripts/gpu_results.py --tests T.json --bench B.json --junit J.xml --out PATH
+On the GPU machine, at the end of scripts/gpu-check.sh:
 
-Called by scripts/gpu-check.sh on the GPU machine, right after the run: every figure
-in the page comes from that run's JSON files; nothing is typed in.
+    python scripts/gpu_results.py --doctor D.txt --tests T.json --bench B.json \\
+        --junit J.xml [--notebooks N.json] [--model M.json] --record R.json --out PAGE
+
+writes that run's record (R.json: every figure the run measured, the test totals, and the
+GPU, driver and versions that its doctor printed) and a page of that run alone. The
+records kept in docs/runs/results/ (one per GPU run) make the course's page:
+
+    python scripts/gpu_results.py --from-records docs/runs/results/*.json --out docs/gpu-results.md
+    python scripts/gpu_results.py --check        (fails if docs/gpu-results.md is not
+                                                  what the kept records give)
+
+Nothing in a page is typed in: every figure comes from a record, and every record from
+its run's own files.
 """
 
+from __future__ import annotations
+
 import argparse
-import datetime
 import json
-import os
-import platform
 import re
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-os.environ.setdefault("STREAMLAB_QUIET", "1")
+ROOT = Path(__file__).resolve().parent.parent
+RECORDS = ROOT / "docs" / "runs" / "results"
+PAGE = ROOT / "docs" / "gpu-results.md"
+#: what a record's "versions" holds, read from the doctor's lines of the same names
+VERSIONS = ("python", "numba", "numba-cuda", "numpy", "cuda-bindings", "cuda-core",
+            "matplotlib", "cupti-python")
+#: the keys every record has (a file without them is not a record)
+RECORD_KEYS = ("gpu", "visible", "driver", "date", "versions", "tests", "skipped",
+               "failed", "figures", "bench", "model", "notebooks")
 
-import streamlab  # noqa: E402
-from streamlab import doctor  # noqa: E402
+
+class RecordError(ValueError):
+    """A run's files, or a kept record, that cannot make a page; says what to do."""
+
+
+# --- a run's files -> its record -----------------------------------------------------
+def parse_doctor(text: str) -> dict:
+    """The GPU, how many are visible, the CUDA driver and the versions, from what
+    scripts/gpu-check.sh saved as doctor.txt (nvidia-smi's CSV, then `streamlab doctor`)."""
+    lines = text.splitlines()
+    smi = re.compile(r"^(.+), ([0-9.]+), [0-9]+ MiB$")
+    gpus = [m.group(1) for m in map(smi.match, lines) if m]
+    found = {}
+    for key in ("device", "CUDA driver", *VERSIONS):
+        for line in lines:
+            m = re.match(rf"^\s+{re.escape(key)}\s+(\S.*)$", line)
+            if m:
+                found[key] = m.group(1).strip()
+                break
+    device = found.get("device", "")
+    if not device or "simulator" in device.lower() or not gpus:
+        raise RecordError(
+            "the doctor output names no GPU (it ran on the simulator, or is not "
+            "scripts/gpu-check.sh's doctor.txt): a record is made on a GPU machine, by "
+            "gpu-check.sh, from that run's own files")
+    if "python" in found:  # "3.12.3 (Linux-...)": the version alone
+        found["python"] = found["python"].split()[0]
+    return {"gpu": device, "visible": len(gpus), "driver": found.get("CUDA driver", "?"),
+            "versions": {k: found[k] for k in VERSIONS if k in found}}
 
 
 def junit_summary(path):
@@ -35,155 +81,303 @@ def junit_summary(path):
     return tot, skipped
 
 
-def summary(tot, notebooks=None) -> list[str]:
-    """The page's opening lines: the tests' totals and the notebooks' verdict, in words."""
-    lines = ["## Summary", ""]
-    lines.append(f"- test suite on the GPU (`pytest -m \"gpu or not gpu\"`): {tot['passed']} "
-                 f"passed, {tot['failures']} failed, {tot['errors']} errors, "
-                 f"{tot['skipped']} skipped" + (" (listed, with why, at the end of the page)"
-                                                if tot["skipped"] else ""))
-    if notebooks:
-        runs = {len(r.get("runs", [])) or 1 for r in notebooks.values()}
-        failed = sorted(Path(k).name for k, r in notebooks.items() if r["error"] is not None)
-        lines.append(f"- notebooks and lab solutions executed: {len(notebooks)}, "
-                     f"{' or '.join(str(n) for n in sorted(runs))} run(s) in a row each; "
-                     + (f"**{len(failed)} failed**: {', '.join(failed)}" if failed
-                        else "every one passed in every run"))
-    return lines
+def junit_failed(path) -> list[str]:
+    """The tests that failed or erred, by name."""
+    return [f"{case.get('classname')}::{case.get('name')}"
+            for case in ET.parse(path).getroot().iter("testcase")
+            if case.find("failure") is not None or case.find("error") is not None]
 
 
-def skipped_section(skipped) -> list[str]:
-    """The skipped tests, grouped by their reason, folded at the end of the page."""
-    if not skipped:
-        return []
-    by_reason: dict = {}
-    for entry in skipped:
-        name, _, reason = entry.partition(": ")
-        by_reason.setdefault(reason or "no reason given", []).append(name)
-    lines = ["", "## Skipped tests", "", "<details>",
-             f"<summary>{len(skipped)} tests skipped on the GPU, by reason</summary>", ""]
-    for reason, names in sorted(by_reason.items(), key=lambda kv: -len(kv[1])):
-        lines.append(f"- {reason} ({len(names)}): " + ", ".join(f"`{n}`" for n in names))
-    lines += ["", "</details>"]
-    return lines
+def junit_date(path) -> str:
+    """When the tests ran (the junit file's timestamp), as 'YYYY-MM-DD HH:MM UTC'."""
+    root = ET.parse(path).getroot()
+    for suite in ([root] if root.tag == "testsuite" else list(root)):
+        stamp = suite.get("timestamp", "")
+        m = re.match(r"(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2})", stamp)
+        if m:
+            return f"{m.group(1)} {m.group(2)} UTC"
+    raise RecordError(f"{path}: no timestamp in this junit file (pytest --junitxml writes "
+                      "one): pass the junit XML that gpu-check.sh's tests part wrote")
 
 
-def figures_table(rows):
-    out = ["| measured | value | unit | by |", "| --- | ---: | --- | --- |"]
-    for r in rows:
-        by = r["test"].split("::")[-1]
-        out.append(f"| {r['name']} | {r['value']} | {r['unit']} | `{by}` |")
-    return out
+def _json(path, what):
+    try:
+        return json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise RecordError(f"{path}: no such file ({what})") from None
+    except json.JSONDecodeError as e:
+        raise RecordError(f"{path}: not JSON ({what}): {e}") from None
 
 
-def notebook_sections(results):
-    """The lessons' headline figures and each lab solution's check results."""
-    lessons = {k: r for k, r in results.items() if not k.startswith("solutions/")}
-    labs = {k: r for k, r in results.items() if k.startswith("solutions/")}
-    lines = []
-    for title, intro, group in (
-            ("The notebooks", "Executed top to bottom by `scripts/run_notebooks.py` in this "
-             "run; the committed notebooks hold these outputs. Each notebook's last cell "
-             "prints its headline figures:", lessons),
-            ("The labs", "Each lab's solution, executed top to bottom in this run with its "
-             "hidden tests; the committed solutions hold these outputs. What each graded "
-             "check printed (timing checks give the figure and the threshold it met):",
-             labs)):
-        if not group:
-            continue
-        lines += ["", f"## {title}", "", intro]
-        for path, r in sorted(group.items()):
-            error = re.sub(r"\x1b\[[0-9;]*m", "", r["error"] or "")  # no terminal colours
-            state = "ran" if r["error"] is None else f"FAILED ({error})"
-            lines += ["", f"### [{Path(path).name}](../{path})", ""]
-            runs = r.get("runs", [])
-            if runs:
-                lines += [f"{state}: {len(runs)} runs in a row, each in a fresh kernel, in "
-                          + ", ".join(f"{x['seconds']} s" for x in runs)
-                          + ". Each figure from run 1 to run " + str(len(runs))
-                          + "; the notebook holds the last:", ""]
-                values = {}
-                for i, x in enumerate(runs):  # by run: a run without the figure shows "–"
-                    for k, v in x["headline"]:
-                        values.setdefault(k, ["–"] * len(runs))[i] = v
-                lines += [f"- {k}: {' · '.join(vs)}" for k, vs in values.items()]
-            else:
-                lines += [f"{state} in {r['seconds']} s", ""]
-                lines += [f"- {k}: {v}" for k, v in r["headline"]]
-    return lines
-
-
-def model_section(result):
-    """The model GPU's predictions against this run's measurements."""
-    lines = ["", "### The model GPU against the GPU (scripts/model_vs_gpu.py)", "",
-             f"Each experiment is a notebook's code, measured (median of {result['repeats']} "
-             f"runs) and predicted by `streamlab.predict()` with the "
-             f"`{result['profile']}` profile (measured {result['profile_measured']} by "
-             f"`scripts/measure_profile.py`). Makespans of the stream rows:", "",
-             "| experiment | predicted (ms) | measured (ms) | error |",
-             "| --- | ---: | ---: | ---: |"]
-    for r in result["rows"]:
-        lines.append(f"| {r['experiment']} | {r['predicted_ms']:.3f} | "
-                     f"{r['measured_ms']:.3f} | {r['error_pct']:+.1f} % |")
-    lines += ["", f"Median of the absolute errors: **{result['median_abs_error_pct']:.1f} %** "
-              f"over {len(result['rows'])} experiments; the largest "
-              f"{result['max_abs_error_pct']:.1f} %."]
-    return lines
-
-
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--tests", required=True, nargs="+",
-                    help="figures JSON of the tests (one per part of a run in parts)")
-    ap.add_argument("--bench", required=True)
-    ap.add_argument("--junit", required=True, nargs="+",
-                    help="junit XML of the tests (one per part of a run in parts)")
-    ap.add_argument("--notebooks", help="JSON written by scripts/run_notebooks.py")
-    ap.add_argument("--model", help="JSON written by scripts/model_vs_gpu.py")
-    ap.add_argument("--out", required=True)
-    a = ap.parse_args()
-    if streamlab.on_simulator():
-        raise SystemExit("gpu_results.py must run on a GPU: this is the simulator")
-    # no figures file: no test that measures a figure was in this run (a partial run)
-    tests = [row for path in a.tests if Path(path).exists()
-             for row in json.loads(Path(path).read_text())]
-    bench = json.loads(Path(a.bench).read_text())
-    tot, skipped = {}, []
-    for path in a.junit:
+def make_record(doctor, tests, bench, junit, notebooks=None, model=None) -> dict:
+    """One run's record from its files (paths); ``tests`` and ``junit`` are lists (a run
+    in parts has one of each per part; a part that measured no figure has no tests file)."""
+    if not junit:
+        raise RecordError("no junit file: pass the tests part's junit.xml (--junit)")
+    record = parse_doctor(Path(doctor).read_text())
+    tot, skipped, failed = {}, [], []
+    for path in junit:
         part, part_skipped = junit_summary(path)
         tot = {k: tot.get(k, 0) + v for k, v in part.items()}
         skipped += part_skipped
-    v = doctor.versions()
+        failed += junit_failed(path)
+    record.update(
+        date=max(junit_date(p) for p in junit), tests=tot, skipped=skipped, failed=failed,
+        figures=[row for p in tests if Path(p).exists() for row in _json(p, "--tests")],
+        bench=_json(bench, "--bench"),
+        model=_json(model, "--model") if model else None,
+        notebooks=_json(notebooks, "--notebooks") if notebooks else None)
+    return record
+
+
+def load_record(path) -> dict:
+    record = _json(path, "a record written by scripts/gpu_results.py --record")
+    missing = [k for k in RECORD_KEYS if not isinstance(record, dict) or k not in record]
+    if missing:
+        raise RecordError(f"{path}: not a run's record (no {', '.join(missing)}): records "
+                          "are written by scripts/gpu_results.py --record on the GPU machine")
+    return record
+
+
+# --- records -> the page -----------------------------------------------------------------
+def label(record) -> str:
+    return f"{record['gpu']}, {record['date']}"
+
+
+def summary(tot, notebooks=None) -> list[str]:
+    """A run's totals and the notebooks' verdict, in words."""
+    text = [f"{tot['passed']} passed, {tot['failures']} failed, {tot['errors']} errors, "
+            f"{tot['skipped']} skipped"]
+    if notebooks:
+        runs = {len(r.get("runs", [])) or 1 for r in notebooks.values()}
+        failed = sorted(Path(k).name for k, r in notebooks.items() if r["error"] is not None)
+        text.append(f"{len(notebooks)} executed, "
+                    f"{' or '.join(str(n) for n in sorted(runs))} run(s) in a row each; "
+                    + (f"**{len(failed)} failed**: {', '.join(failed)}" if failed
+                       else "every one passed in every run"))
+    else:
+        text.append("not in this run")
+    return text
+
+
+def runs_table(records) -> list[str]:
+    head = "| | " + " | ".join(label(r) for r in records) + " |"
+    lines = [head, "|" + " --- |" * (len(records) + 1)]
+
+    def row(name, cells):
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+
+    row("GPU", [f"**{r['gpu']}**, {r['visible']} visible" for r in records])
+    row("CUDA driver", [r["driver"] for r in records])
+    row("date", [r["date"] for r in records])
+    row("versions", [", ".join(f"{k} {v}" for k, v in r["versions"].items())
+                     for r in records])
+    sums = [summary(r["tests"], r["notebooks"]) for r in records]
+    row("test suite on the GPU (`pytest -m \"gpu or not gpu\"`)", [s[0] for s in sums])
+    row("notebooks and lab solutions", [s[1] for s in sums])
+    failed = [", ".join(f"`{t}`" for t in r["failed"]) or "none" for r in records]
+    if any(r["failed"] for r in records):
+        row("tests that failed", failed)
+    return lines
+
+
+def _fmt(value) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def figures_table(records, key) -> list[str]:
+    """The rows of ``key`` ('figures' or 'bench') of every record, joined by what they
+    measure: one column of values per run ('–' where a run did not measure it)."""
+    names: dict = {}
+    for i, r in enumerate(records):
+        for row in r[key] or []:
+            k = (row["name"], row["unit"], row["test"].split("::")[-1])
+            names.setdefault(k, ["–"] * len(records))[i] = _fmt(row["value"])
+    if not names:
+        return ["Not in these runs."]
+    lines = ["| measured | unit | by | " + " | ".join(label(r) for r in records) + " |",
+             "| --- | --- | --- |" + " ---: |" * len(records)]
+    for (name, unit, by), values in names.items():
+        lines.append(f"| {name} | {unit} | `{by}` | " + " | ".join(values) + " |")
+    return lines
+
+
+def model_table(records) -> list[str]:
+    """The model GPU's predictions against each run's measurements."""
+    with_model = [r for r in records if r["model"]]
+    if not with_model:
+        return ["Not in these runs."]
+    lines = ["Each experiment is a notebook's code, measured (the median of its repeats) and "
+             "predicted by `streamlab.predict()` with the profile of that GPU (measured by "
+             "`scripts/measure_profile.py`). Makespans of the stream rows, predicted / "
+             "measured (error):", "",
+             "| experiment | " + " | ".join(
+                 f"{label(r)} (profile `{r['model']['profile']}`)" for r in with_model) + " |",
+             "| --- |" + " ---: |" * len(with_model)]
+    rows: dict = {}
+    for i, r in enumerate(with_model):
+        for x in r["model"]["rows"]:
+            rows.setdefault(x["experiment"], ["–"] * len(with_model))[i] = (
+                f"{x['predicted_ms']:.3f} / {x['measured_ms']:.3f} ms "
+                f"({x['error_pct']:+.1f} %)")
+    lines += [f"| {name} | " + " | ".join(cells) + " |" for name, cells in rows.items()]
+    lines.append("| **median of the absolute errors** | " + " | ".join(
+        f"**{r['model']['median_abs_error_pct']:.1f} %**" for r in with_model) + " |")
+    return lines
+
+
+def notebook_values(result) -> dict:
+    """A notebook's headline figures: name -> 'a · b · c' over its runs in a row."""
+    runs = result.get("runs") or [result]
+    values: dict = {}
+    for i, x in enumerate(runs):  # by run: a run without the figure shows "–"
+        for k, v in x["headline"]:
+            values.setdefault(k, ["–"] * len(runs))[i] = v
+    return {k: " · ".join(vs) for k, vs in values.items()}
+
+
+def notebook_state(result) -> str:
+    runs = result.get("runs") or [result]
+    error = re.sub(r"\x1b\[[0-9;]*m", "", result["error"] or "")  # no terminal colours
+    times = ", ".join(f"{x['seconds']} s" for x in runs)
+    if result["error"] is not None:
+        return f"FAILED ({error})"
+    return (f"{len(runs)} runs in a row, each passed, in {times}" if len(runs) > 1
+            else f"ran in {times}")
+
+
+def notebook_sections(records) -> list[str]:
+    """Each lesson's headline figures and each lab solution's check results, one column
+    per run that executed it."""
+    paths = sorted({p for r in records for p in (r["notebooks"] or {})})
+    lines = []
+    for title, intro, group in (
+            ("The notebooks", "Executed top to bottom by `scripts/run_notebooks.py`; the "
+             "committed notebooks hold the outputs of one of these runs. Each notebook's "
+             "last cell prints its headline figures (figures of runs in a row are given "
+             "in their order, a · b · c):",
+             [p for p in paths if not p.startswith("solutions/")]),
+            ("The labs", "Each lab's solution, executed top to bottom with its hidden "
+             "tests. What each graded check printed (timing checks give the figure and the "
+             "threshold it met):", [p for p in paths if p.startswith("solutions/")])):
+        if not group:
+            continue
+        lines += ["", f"## {title}", "", intro]
+        for path in group:
+            ran = [r for r in records if path in (r["notebooks"] or {})]
+            results = [r["notebooks"][path] for r in ran]
+            lines += ["", f"### [{Path(path).name}](../{path})", "",
+                      "| | " + " | ".join(label(r) for r in ran) + " |",
+                      "| --- |" + " --- |" * len(ran),
+                      "| run | " + " | ".join(notebook_state(x) for x in results) + " |"]
+            values = [notebook_values(x) for x in results]
+            for name in dict.fromkeys(k for v in values for k in v):
+                lines.append(f"| {name} | " + " | ".join(v.get(name, "–") for v in values)
+                             + " |")
+    return lines
+
+
+def skipped_section(records) -> list[str]:
+    """Each run's skipped tests, grouped by their reason, folded at the end of the page."""
+    lines = []
+    for r in records:
+        if not r["skipped"]:
+            continue
+        by_reason: dict = {}
+        for entry in r["skipped"]:
+            name, _, reason = entry.partition(": ")
+            by_reason.setdefault(reason or "no reason given", []).append(name)
+        lines += ["", "<details>",
+                  f"<summary>{label(r)}: {len(r['skipped'])} tests skipped, by reason"
+                  "</summary>", ""]
+        for reason, names in sorted(by_reason.items(), key=lambda kv: -len(kv[1])):
+            lines.append(f"- {reason} ({len(names)}): " + ", ".join(f"`{n}`" for n in names))
+        lines += ["", "</details>"]
+    return ["", "## Skipped tests"] + lines if lines else []
+
+
+def page(records) -> str:
+    if not records:
+        raise RecordError("no records: pass at least one (--from-records), written on a GPU "
+                          "by scripts/gpu-check.sh")
+    records = sorted(records, key=lambda r: (r["date"], r["gpu"]))
     lines = [
         "# Measured on a GPU",
         "",
-        "Written by `scripts/gpu_results.py` at the end of `scripts/gpu-check.sh`, from that",
-        "run's own measurements. Expect figures of the same order on an H100 or H200; exact",
-        "values vary from run to run.",
+        "Written by `scripts/gpu_results.py` from the records that `scripts/gpu-check.sh`",
+        "wrote on each GPU (kept in `docs/runs/results/`): every figure comes from that",
+        "run's own measurements, one column a run. Exact values vary from run to run and",
+        "from GPU to GPU; the lessons' claims hold them to what the device reports or what",
+        "the same run measured. [gpu-compare.md](gpu-compare.md) has every kept notebook",
+        "run side by side.",
         "",
-        f"- GPU: **{streamlab.device_name()}** (CUDA driver {doctor.driver_version()}), "
-        f"{len(streamlab._cuda.gpus)} visible",
-        f"- date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC",
-        f"- python {platform.python_version()}, "
-        + ", ".join(f"{k} {v[k]}" for k in ("numba", "numba-cuda", "numpy", "cuda-bindings",
-                                             "cuda-core", "matplotlib")),
+        "## The runs",
+        "",
     ]
-    notebooks = json.loads(Path(a.notebooks).read_text()) if a.notebooks else None
-    lines += [""] + summary(tot, notebooks)
+    lines += runs_table(records)
     lines += ["", "## The streamlab package", "",
               "### Timeline accuracy, concurrency, host functions (tests/test_gpu.py)", ""]
-    lines += figures_table(tests) if tests else ["Not in this run."]
+    lines += figures_table(records, "figures")
     lines += ["", "### Cost of measuring (benchmarks/span_overhead.py)", ""]
-    lines += figures_table(bench)
-    if a.model:
-        lines += model_section(json.loads(Path(a.model).read_text()))
-    if notebooks:
-        lines += notebook_sections(notebooks)
-    lines += skipped_section(skipped)
-    lines.append("")
-    Path(a.out).write_text("\n".join(lines))
-    print("\n".join(lines))
+    lines += figures_table(records, "bench")
+    lines += ["", "### The model GPU against the GPU (scripts/model_vs_gpu.py)", ""]
+    lines += model_table(records)
+    lines += notebook_sections(records)
+    lines += skipped_section(records)
+    return "\n".join(lines) + "\n"
+
+
+def kept_records() -> list[dict]:
+    return [load_record(p) for p in sorted(RECORDS.glob("*.json"))]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--doctor", help="doctor.txt of the run (gpu-check.sh writes it)")
+    ap.add_argument("--tests", nargs="+", default=[],
+                    help="figures JSON of the tests (one per part of a run in parts)")
+    ap.add_argument("--bench", help="JSON written by benchmarks/span_overhead.py")
+    ap.add_argument("--junit", nargs="+", default=[],
+                    help="junit XML of the tests (one per part of a run in parts)")
+    ap.add_argument("--notebooks", help="JSON written by scripts/run_notebooks.py")
+    ap.add_argument("--model", help="JSON written by scripts/model_vs_gpu.py")
+    ap.add_argument("--record", help="write the run's record here")
+    ap.add_argument("--from-records", nargs="+", metavar="RECORD",
+                    help="make the page from these records instead of a run's files")
+    ap.add_argument("--out", help="write the page here")
+    ap.add_argument("--check", action="store_true",
+                    help=f"fail if {PAGE.relative_to(ROOT)} is not what the kept records give")
+    a = ap.parse_args(argv)
+    try:
+        if a.check:
+            want = page(kept_records())
+            if not PAGE.exists() or PAGE.read_text() != want:
+                print(f"{PAGE.relative_to(ROOT)} is not what docs/runs/results/ gives: run "
+                      f"python scripts/gpu_results.py --from-records "
+                      f"docs/runs/results/*.json --out {PAGE.relative_to(ROOT)}",
+                      file=sys.stderr)
+                return 1
+            return 0
+        if a.from_records:
+            records = [load_record(p) for p in a.from_records]
+        else:
+            if not (a.doctor and a.bench):
+                ap.error("a run's page needs --doctor, --bench and --junit (or pass "
+                         "--from-records, or --check)")
+            record = make_record(a.doctor, a.tests, a.bench, a.junit, a.notebooks, a.model)
+            if a.record:
+                Path(a.record).write_text(json.dumps(record, indent=1) + "\n")
+            records = [record]
+        text = page(records)
+    except RecordError as e:
+        print(f"gpu_results.py: {e}", file=sys.stderr)
+        return 2
+    if a.out:
+        Path(a.out).write_text(text)
+    else:
+        print(text, end="")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

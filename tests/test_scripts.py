@@ -44,10 +44,102 @@ def test_junit_summary_counts_and_names_skips(tmp_path):
     assert skipped == ["c: needs two GPUs"]
 
 
-def test_figures_table_names_the_test_that_measured():
-    rows = gpu_results.figures_table([{"test": "tests/test_gpu.py::test_x", "name": "span",
-                                       "value": 1.0, "unit": "ms"}])
-    assert rows[-1] == "| span | 1.0 | ms | `test_x` |"
+def record(gpu="GPU A", date="2026-01-01 10:00 UTC", **kw):
+    """A run's record as scripts/gpu_results.py --record writes it."""
+    base = {"gpu": gpu, "visible": 1, "driver": "13.0", "date": date,
+            "versions": {"python": "3.12.3", "numba-cuda": "0.30.4"},
+            "tests": {"tests": 3, "passed": 3, "failures": 0, "errors": 0, "skipped": 0},
+            "skipped": [], "failed": [], "figures": [], "bench": [], "model": None,
+            "notebooks": None}
+    return {**base, **kw}
+
+
+def test_figures_table_puts_each_runs_value_in_its_own_column():
+    span = {"test": "tests/test_gpu.py::test_x", "name": "span", "unit": "ms"}
+    a = record(figures=[dict(span, value=1.0)])
+    b = record("GPU B", "2026-01-02 10:00 UTC",
+               figures=[dict(span, value=1.25), dict(span, name="other", value=3)])
+    rows = gpu_results.figures_table([a, b], "figures")
+    assert rows[0] == ("| measured | unit | by | GPU A, 2026-01-01 10:00 UTC | "
+                       "GPU B, 2026-01-02 10:00 UTC |")
+    assert "| span | ms | `test_x` | 1 | 1.25 |" in rows
+    assert "| other | ms | `test_x` | – | 3 |" in rows      # a figure one run lacks
+    assert gpu_results.figures_table([record()], "bench") == ["Not in these runs."]
+
+
+DOCTOR = """name, driver_version, memory.total [MiB]
+NVIDIA H200, 580.159.04, 143771 MiB
+NVIDIA H200, 580.159.04, 143771 MiB
+streamlab: running on NVIDIA H200 (compute capability 9.0).
+streamlab doctor
+
+  device         NVIDIA H200
+  python         3.12.3 (Linux-6.18.44-fc-v657-gpu-x86_64-with-glibc2.39)
+  CUDA driver    13.0
+  numba          0.68.0
+  numba-cuda     0.30.4
+  numpy          2.4.6
+  cuda-core      1.2.0
+  numba's calls  watches numba's launches
+"""
+
+
+def test_a_record_is_made_from_the_runs_own_files(tmp_path):
+    (tmp_path / "doctor.txt").write_text(DOCTOR)
+    (tmp_path / "j1.xml").write_text(
+        '<testsuites><testsuite tests="2" failures="1" errors="0" skipped="0" '
+        'timestamp="2026-11-25T23:32:24.9+00:00"><testcase classname="tests.t" name="a"/>'
+        '<testcase classname="tests.t" name="b"><failure/></testcase></testsuite></testsuites>')
+    (tmp_path / "j2.xml").write_text(
+        '<testsuites><testsuite tests="1" failures="0" errors="0" skipped="1" '
+        'timestamp="2026-11-25T23:40:00+00:00"><testcase classname="tests.u" name="c">'
+        '<skipped message="needs two GPUs"/></testcase></testsuite></testsuites>')
+    (tmp_path / "bench.json").write_text('[{"test": "b.py", "name": "launch", '
+                                         '"value": 16.5, "unit": "us"}]')
+    out = tmp_path / "record.json"
+    assert gpu_results.main([
+        "--doctor", str(tmp_path / "doctor.txt"), "--bench", str(tmp_path / "bench.json"),
+        "--junit", str(tmp_path / "j1.xml"), str(tmp_path / "j2.xml"),
+        "--tests", str(tmp_path / "absent.json"),  # a part that measured no figure
+        "--record", str(out), "--out", str(tmp_path / "page.md")]) == 0
+    r = gpu_results.load_record(out)
+    assert (r["gpu"], r["visible"], r["driver"], r["date"]) == (
+        "NVIDIA H200", 2, "13.0", "2026-11-25 23:40 UTC")
+    assert r["versions"] == {"python": "3.12.3", "numba": "0.68.0", "numba-cuda": "0.30.4",
+                             "numpy": "2.4.6", "cuda-core": "1.2.0"}
+    assert r["tests"] == {"tests": 3, "failures": 1, "errors": 0, "skipped": 1, "passed": 1}
+    assert r["failed"] == ["tests.t::b"] and r["skipped"] == ["c: needs two GPUs"]
+    text = (tmp_path / "page.md").read_text()
+    assert "| tests that failed | `tests.t::b` |" in text
+    assert "| launch | us | `b.py` | 16.5 |" in text
+
+
+@pytest.mark.parametrize("files, says", [
+    ({"doctor.txt": "streamlab doctor\n\n  device         simulator (no GPU)\n"},
+     "names no GPU"),
+    ({"doctor.txt": DOCTOR, "bench.json": "not json"}, "not JSON"),
+    ({"doctor.txt": DOCTOR, "bench.json": "[]", "j.xml": "<testsuites><testsuite tests='0'/>"
+      "</testsuites>"}, "no timestamp"),
+])
+def test_a_run_that_cannot_make_a_record_gets_a_clear_error(tmp_path, capsys, files, says):
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    args = ["--doctor", str(tmp_path / "doctor.txt"), "--bench", str(tmp_path / "bench.json"),
+            "--junit", str(tmp_path / "j.xml")]
+    if "j.xml" not in files:
+        (tmp_path / "j.xml").write_text("<testsuites><testsuite tests='0' timestamp="
+                                        "'2026-01-01T00:00:00'/></testsuites>")
+    assert gpu_results.main(args) == 2
+    assert says in capsys.readouterr().err
+
+
+def test_a_file_that_is_not_a_record_is_refused(tmp_path):
+    path = tmp_path / "r.json"
+    path.write_text('{"gpu": "A"}')
+    with pytest.raises(gpu_results.RecordError, match="not a run's record"):
+        gpu_results.load_record(path)
+    with pytest.raises(gpu_results.RecordError, match="no records"):
+        gpu_results.page([])
 
 
 def test_executed_notebooks_are_valid(tmp_path):
@@ -77,9 +169,9 @@ def test_a_lesson_reports_its_headline():
 
 def test_results_page_links_lessons_and_labs_in_their_own_sections():
     ok = {"seconds": 1.0, "error": None, "headline": [["a", "1"]]}
-    lines = gpu_results.notebook_sections({
+    lines = gpu_results.notebook_sections([record(notebooks={
         "notebooks/00__x__y.ipynb": ok,
-        "solutions/lab01__z/lab01__z.ipynb": dict(ok, error="CheckFailed: too slow")})
+        "solutions/lab01__z/lab01__z.ipynb": dict(ok, error="CheckFailed: too slow")})])
     text = "\n".join(lines)
     assert text.index("## The notebooks") < text.index("(../notebooks/00__x__y.ipynb)")
     assert text.index("## The labs") < text.index("(../solutions/lab01__z/lab01__z.ipynb)")
@@ -89,16 +181,42 @@ def test_results_page_links_lessons_and_labs_in_their_own_sections():
 def test_a_repeated_run_keeps_every_run_and_fails_if_any_run_failed():
     good = {"seconds": 1.0, "error": None, "headline": [["pipelined", "241.4 ms"]]}
     bad = {"seconds": 2.0, "error": "claims that do not hold: x", "headline": []}
+
+    def section(r):
+        return "\n".join(gpu_results.notebook_sections(
+            [record(notebooks={"notebooks/06__x.ipynb": r})]))
+
     assert run_notebooks.repeated([good]) is good
     r = run_notebooks.repeated([good, dict(good, headline=[["pipelined", "242.0 ms"]])])
     assert r["error"] is None and len(r["runs"]) == 2
-    text = "\n".join(gpu_results.notebook_sections({"notebooks/06__x.ipynb": r}))
-    assert "2 runs in a row" in text and "- pipelined: 241.4 ms · 242.0 ms" in text
+    text = section(r)
+    assert "| run | 2 runs in a row, each passed, in 1.0 s, 1.0 s |" in text
+    assert "| pipelined | 241.4 ms · 242.0 ms |" in text
     r = run_notebooks.repeated([good, bad, dict(good, headline=[["pipelined", "250.0 ms"]])])
     assert r["error"] == "run 2 of 3: claims that do not hold: x"
-    text = "\n".join(gpu_results.notebook_sections({"notebooks/06__x.ipynb": r}))
-    assert "- pipelined: 241.4 ms · – · 250.0 ms" in text   # each figure under its own run
-    assert "FAILED (run 2 of 3" in "\n".join(gpu_results.notebook_sections({"notebooks/06__x.ipynb": r}))
+    text = section(r)
+    assert "| pipelined | 241.4 ms · – · 250.0 ms |" in text   # each figure under its run
+    assert "FAILED (run 2 of 3" in text
+
+
+def test_each_gpus_notebook_figures_stand_side_by_side():
+    a = record(notebooks={"notebooks/00__x.ipynb": {
+        "seconds": 1.0, "error": None, "headline": [["kernel", "1.0 ms"]]}})
+    b = record("GPU B", "2026-01-02 10:00 UTC", notebooks={"notebooks/00__x.ipynb": {
+        "seconds": 2.0, "error": None, "headline": [["kernel", "2.0 ms"], ["new", "x"]]}})
+    text = gpu_results.page([b, a])  # in the order of their dates, whatever is passed
+    assert "| kernel | 1.0 ms | 2.0 ms |" in text and "| new | – | x |" in text
+    assert text.index("GPU A, 2026-01-01") < text.index("GPU B, 2026-01-02")
+
+
+def test_the_model_table_gives_each_gpus_predictions_and_errors():
+    model = {"profile": "nvidia-h100", "median_abs_error_pct": 4.2, "rows": [
+        {"experiment": "01: 8 streams", "predicted_ms": 7.9, "measured_ms": 7.7,
+         "error_pct": 2.6}]}
+    rows = gpu_results.model_table([record(model=model), record("GPU B")])
+    assert "| 01: 8 streams | 7.900 / 7.700 ms (+2.6 %) |" in rows
+    assert rows[-1] == "| **median of the absolute errors** | **4.2 %** |"
+    assert gpu_results.model_table([record()]) == ["Not in these runs."]
 
 
 # --- each GPU's run, side by side (scripts/gpu_compare.py) ----------------------------
@@ -157,22 +275,27 @@ def test_a_bad_run_file_gets_a_clear_error(tmp_path, name, content, says):
         gpu_compare.load(path)
 
 
-def test_the_page_opens_with_a_summary_and_folds_the_skipped_tests_at_its_end():
+def test_the_page_opens_with_each_runs_summary_and_folds_the_skipped_tests_at_its_end():
     tot = {"passed": 5, "failures": 1, "errors": 0, "skipped": 3}
     runs = [{"seconds": 1, "error": None, "headline": []}] * 3
     notebooks = {"notebooks/00__a.ipynb": {"error": None, "runs": runs},
                  "notebooks/01__b.ipynb": {"error": "ClaimFailed: x", "runs": runs}}
-    text = "\n".join(gpu_results.summary(tot, notebooks))
-    assert "5 passed, 1 failed, 0 errors, 3 skipped (listed" in text
-    assert "executed: 2, 3 run(s) in a row each; **1 failed**: 01__b.ipynb" in text
-    text = "\n".join(gpu_results.summary({**tot, "skipped": 0},
-                                         {"notebooks/00__a.ipynb": {"error": None}}))
-    assert "listed" not in text and "1 run(s) in a row each; every one passed" in text
-    folded = gpu_results.skipped_section(["t1: needs two GPUs", "t2: needs two GPUs",
-                                          "t3: sim only"])
-    assert folded[folded.index("<details>") + 1].startswith("<summary>3 tests skipped")
+    tests, nbs = gpu_results.summary(tot, notebooks)
+    assert tests == "5 passed, 1 failed, 0 errors, 3 skipped"
+    assert nbs == "2 executed, 3 run(s) in a row each; **1 failed**: 01__b.ipynb"
+    assert gpu_results.summary(tot, {"notebooks/00__a.ipynb": {"error": None}})[1] == (
+        "1 executed, 1 run(s) in a row each; every one passed in every run")
+    assert gpu_results.summary(tot)[1] == "not in this run"
+    r = record(skipped=["t1: needs two GPUs", "t2: needs two GPUs", "t3: sim only"])
+    folded = gpu_results.skipped_section([r, record("GPU B")])
+    assert folded[:2] == ["", "## Skipped tests"]
+    assert folded[folded.index("<details>") + 1].startswith(
+        "<summary>GPU A, 2026-01-01 10:00 UTC: 3 tests skipped")
     assert "- needs two GPUs (2): `t1`, `t2`" in folded and folded[-1] == "</details>"
-    assert gpu_results.skipped_section([]) == []
+    assert gpu_results.skipped_section([record()]) == []
+    text = gpu_results.page([r])
+    assert text.index("## The runs") < text.index("## Skipped tests")
+    assert "| test suite on the GPU (`pytest -m \"gpu or not gpu\"`) | 3 passed," in text
 
 
 @pytest.mark.parametrize("args, says", [
