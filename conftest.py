@@ -74,7 +74,7 @@ def _awaiting(item):
 #: Under --dist loadfile a file goes whole to one worker; with --no-loadscope-reorder
 #: (pyproject.toml) in the order collected, which is set here: these files, then the others
 #: by their number of tests, most first (xdist's own reordering)
-_FIRST = ("tests/test_browser.py", "tests/test_lab_grading.py",
+_FIRST = ("tests/test_browser.py", "tests/test_lab_grading.py", "tests/test_classroom.py",
           "notebooks/10__capstone__streamed_pipeline__SOLUTION.ipynb",
           "tests/test_lab_grading_later.py")
 

@@ -19,7 +19,8 @@ each graded part again, in a fresh Python process of its own (:func:`run_part`):
   its working folder), and to start programs;
 * a part that does not finish within the time limit is stopped (its process is killed,
   whatever it does with KeyboardInterrupt) and scores nothing; the other parts, each in
-  its own process, are graded as usual;
+  its own process, are graded as usual; a part's process dies with the grader (a class's
+  Dask worker killed mid-task leaves no part running);
 * warnings and logging go to the part's output as text; they cost nothing;
 * the verdict comes back on a pipe of its own, with a number the child was given.
 
@@ -60,6 +61,29 @@ class Verdict:
     kind: str = ""  # CheckFailed, NotDoneYet, Tampered, TimedOut, an exception's name
     learner_errors: list = field(default_factory=list)
     sandbox: str = ""  # "bubblewrap", or "audit hook only: why", or "off: why"
+
+
+#: the version of the results file of a class judged on Dask (streamlab.grading.classroom
+#: writes it, GradeInFreshProcesses.judged reads it)
+RESULTS_VERSION = 1
+
+
+def cell_outputs(verdict: Verdict) -> list:
+    """What a graded cell shows for ``verdict``, as nbgrader reads it: the part's output
+    as text, and, when it failed, one error whose text is the check's message."""
+    from nbformat.v4 import new_output
+
+    outputs = []
+    text = verdict.output
+    if verdict.learner_errors:
+        text += "".join(f"(an earlier cell failed: {e})\n" for e in verdict.learner_errors)
+    if text:
+        outputs.append(new_output("stream", name="stdout", text=text))
+    if not verdict.passed:
+        outputs.append(new_output("error", ename=verdict.kind or "CheckFailed",
+                                  evalue=verdict.message,
+                                  traceback=[f"{verdict.kind}: {verdict.message}"]))
+    return outputs
 
 
 def plan(nb) -> list[dict]:
@@ -118,7 +142,9 @@ def run_part(cells: list[dict], part: str, *, cwd: str, protect=(), hide=(),
     read_end, write_end = os.pipe()
     spec = {"cells": cells, "part": part, "protect": [os.path.realpath(p) for p in protect],
             "hide": hide, "allow": keep + [os.path.realpath(cwd)],
-            "fd": write_end, "nonce": nonce}
+            "fd": write_end, "nonce": nonce,
+            # the child dies with this process (bwrap, its parent there, does by itself)
+            "parent": os.getpid() if how != "bubblewrap" else None}
     proc = subprocess.Popen(command, cwd=cwd,
                             env=child_env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, pass_fds=(write_end,),

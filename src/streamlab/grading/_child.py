@@ -145,9 +145,28 @@ def _run_cell(source: str, name: str, ns: dict, loop) -> None:
         loop.run_until_complete(result)
 
 
+def _die_with_parent(parent) -> None:
+    """A grader that dies (a class's Dask worker killed mid-task) takes this process
+    with it: else a part that hangs would run on, orphaned, for ever. Linux's
+    PR_SET_PDEATHSIG; ``parent``: the grader's pid, when it is this process's parent (in
+    bubblewrap the parent is bwrap, which dies with the grader by itself)."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import signal
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if parent and os.getppid() != parent:  # the grader died before the line above
+        os._exit(1)
+
+
 def main() -> int:
     """Judge one graded part: read its spec, run the cells, write the verdict."""
     spec = json.loads(sys.stdin.read())
+    _die_with_parent(spec.get("parent"))
     verdict_fd, nonce, part = spec["fd"], spec["nonce"], spec["part"]
     # the verdict pipe stays out of reach of the notebook's code once it runs
     verdict = os.fdopen(verdict_fd, "w")

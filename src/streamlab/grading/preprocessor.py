@@ -6,17 +6,23 @@ and writes the verdict into the cell as nbgrader reads it: the part's output as 
 and, when it failed, one error whose text is the check's message. The learner's own
 cells are not executed in a kernel at all, so nothing in them can change how the graded
 cells run.
+
+With ``judged`` set (by :mod:`streamlab.grading.classroom`, which grades a class on Dask),
+nothing is run here: each graded cell gets what a worker's judgement of the same
+notebook showed, read from that results file, so that nbgrader's own pipeline writes the
+grades (one writer) exactly as it would have after running the parts itself.
 """
 
 from __future__ import annotations
 
+import json
 import os
 
-from nbformat.v4 import new_output
+from nbformat import from_dict
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Enum, Integer, List, Unicode
 
-from . import plan, run_part
+from . import RESULTS_VERSION, cell_outputs, plan, run_part
 
 
 _warned: list = []  # the teacher is told once per run that no sandbox could be made
@@ -33,8 +39,13 @@ class GradeInFreshProcesses(NbGraderPreprocessor):
                    "from the learner's code: 'auto' (bubblewrap where this system allows "
                    "it, else the grader's audit hook alone, with a warning), 'bwrap' "
                    "(bubblewrap or stop), 'off' (the audit hook alone).").tag(config=True)
+    judged = Unicode("", help="A results file of streamlab.grading.classroom: take each "
+                     "graded cell's output from it instead of running the part "
+                     "here.").tag(config=True)
 
     def preprocess(self, nb, resources):
+        if self.judged:
+            return self._from_judged(nb, resources), resources
         cwd = resources.get("metadata", {}).get("path") or os.getcwd()
         cells = plan(nb)
         protect = list(self.protect) + self._course_paths(resources)
@@ -52,23 +63,39 @@ class GradeInFreshProcesses(NbGraderPreprocessor):
                                  "kept from the course's files by the grader's audit hook "
                                  "alone, which code below Python (ctypes) can get past.",
                                  verdict.sandbox.partition(": ")[2])
-            cell.outputs = self._outputs(verdict)
+            cell.outputs = cell_outputs(verdict)
             cell.execution_count = count
         return nb, resources
 
-    @staticmethod
-    def _outputs(verdict):
-        outputs = []
-        text = verdict.output
-        if verdict.learner_errors:
-            text += "".join(f"(an earlier cell failed: {e})\n" for e in verdict.learner_errors)
-        if text:
-            outputs.append(new_output("stream", name="stdout", text=text))
-        if not verdict.passed:
-            outputs.append(new_output("error", ename=verdict.kind or "CheckFailed",
-                                      evalue=verdict.message,
-                                      traceback=[f"{verdict.kind}: {verdict.message}"]))
-        return outputs
+    def _from_judged(self, nb, resources):
+        """Each graded cell's output as a worker judged it (see ``judged``)."""
+        try:
+            data = json.loads(open(self.judged).read())
+        except (OSError, ValueError) as e:
+            raise ValueError(f"GradeInFreshProcesses.judged={self.judged!r}: cannot read "
+                             f"it ({e}); it is written by python -m streamlab.grading "
+                             f"class") from None
+        if data.get("version") != RESULTS_VERSION:
+            raise ValueError(f"{self.judged}: results of version {data.get('version')!r}, "
+                             f"this grader reads version {RESULTS_VERSION}: judge the class "
+                             f"again with this course's python -m streamlab.grading class")
+        info = resources.get("nbgrader", {})
+        name = f"{info.get('student')}/{info.get('notebook')}.ipynb"
+        result = data["results"].get(name)
+        if result is None:
+            raise ValueError(f"{self.judged} holds no judgement of {name}: it was "
+                             f"submitted after the class was judged; judge the class again")
+        graded = [c for c in nb.cells if c.cell_type == "code"
+                  and c.get("metadata", {}).get("nbgrader", {}).get("grade")]
+        for cell in graded:
+            part = result["parts"].get(cell.metadata["nbgrader"]["grade_id"])
+            if part is None:
+                raise ValueError(f"{self.judged}: {name} has no judgement of "
+                                 f"{cell.metadata['nbgrader']['grade_id']}: judge the class "
+                                 f"again")
+            cell.outputs = [from_dict(o) for o in part["outputs"]]
+            cell.execution_count = part["execution_count"]
+        return nb
 
     def _course_roots(self) -> list[str]:
         """The folders the learner's code may not read while graded: nbgrader's course

@@ -1,0 +1,199 @@
+"""Make a synthetic class to grade: N submissions of each lab, each with a known grade.
+
+    python scripts/make_class.py N LAB [LAB ...] --out FOLDER [--seed S]
+
+FOLDER becomes a course folder as nbgrader autograde wants one (nbgrader_config.py,
+solutions/, labs/, a gradebook with the labs in it, and submitted/<learner>/<lab>/), and
+gets expected.csv: learner, lab, part, the score it must get. The submissions come from
+the answers the course's tests keep (tests/wrong_solutions/), cycled through in order:
+
+* the solution (full marks), and the learner's copy untouched (nothing);
+* each right answer in other words (full marks);
+* each wrong answer whose function no other part's check uses (its part scores nothing,
+  the others full marks);
+* cheats: a replaced check (every part nothing: the guard sees it before each check), a
+  part's answer read from the course's solutions (that part nothing), an escape that
+  looks for the other learners' submissions and the gradebook around its folder and runs
+  any answer it finds (that part nothing);
+* a part that hangs, swallowing KeyboardInterrupt (that part nothing, after the time
+  limit), and a part that ends its process (os._exit; that part nothing).
+
+Needs nbgrader (the test tools). Used by tests/test_classroom.py and
+benchmarks/class_grading.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import csv
+import importlib
+import random
+import shutil
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+#: cheats, each (kind, the cheat's code, which parts score nothing: "all" or "part"): the
+#: part's cell defines its functions with empty bodies, then runs the cheat, which would
+#: score if it worked
+CHEATS = {
+    "cheat: replaces the check": ('''
+import streamlab.check
+streamlab.check.fail = lambda *args, **kwargs: None
+''', "all"),
+    "cheat: reads the solution": ('''
+import json, pathlib
+for up in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents]:
+    try:
+        found = list(up.glob("solutions/{lab}/*.ipynb"))
+    except OSError:
+        found = []
+    for path in found:
+        try:
+            for cell in json.loads(path.read_text())["cells"]:
+                if "def {function}" in "".join(cell["source"]):
+                    exec("".join(cell["source"]))
+        except OSError:
+            pass
+''', "part"),
+    "cheat: looks for the other learners' answers": ('''
+import glob, json, os
+seen = []
+for pattern in ("../*/*.ipynb", "../../*/*.ipynb", "/tmp/*/*/*.ipynb", "/tmp/*/*.ipynb",
+                "../../../submitted/*/*/*.ipynb", "../../../gradebook.db"):
+    try:
+        seen += glob.glob(pattern)
+    except OSError:
+        pass
+for path in seen:
+    try:
+        for cell in json.loads(open(path).read())["cells"]:
+            text = "".join(cell["source"])
+            if "def {function}" in text and "NotImplementedError" not in text:
+                exec(text)
+    except (OSError, ValueError):
+        pass
+''', "part"),
+}
+HANG = '''
+import time
+while True:               # a hang that swallows the grader's KeyboardInterrupt
+    try:
+        time.sleep(0.1)
+    except BaseException:
+        pass
+'''
+CRASH = '''
+import os
+os._exit(3)
+'''
+
+
+def gutted(source: str, body: str = "pass") -> str:
+    """``source`` with every top-level function's body replaced by ``body``."""
+    tree = ast.parse(source)
+    stub = ast.parse(body).body
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            node.body = stub
+    return ast.unparse(tree)
+
+
+def kinds(lab: str) -> list[tuple[str, dict, dict]]:
+    """(kind, the cells to fill, the score of each part) for every kept answer of ``lab``,
+    in a fixed order: the solution, the untouched copy, the cheats, a hang and a crash
+    first (so that a small class has them all), then the right and the wrong answers."""
+    from labtools import cells_of, grade_id, meta, notebook
+
+    solution = cells_of(lab, "solution")
+    points = {grade_id(c): float(meta(c)["points"]) for c in notebook("solutions", lab).cells
+              if meta(c).get("grade")}
+    uses = {grade_id(c): c.source for c in notebook("solutions", lab).cells
+            if meta(c).get("grade")}
+    full = dict(points)
+    kept = importlib.import_module(f"wrong_solutions.{lab}")
+    out = [("solution", dict(solution), full),
+           ("untouched", {}, dict.fromkeys(points, 0.0))]
+    first = next(iter(solution))
+    part_of_first = next(p for p, src in uses.items() if first in src)
+    for name, (code, scope) in CHEATS.items():
+        # the empty answer first: a cheat that worked would then replace it
+        cell = gutted(solution[first]) + "\n" + \
+            code.replace("{lab}", lab).replace("{function}", first)
+        scores = dict.fromkeys(points, 0.0) if scope == "all" else \
+            dict(full, **{part_of_first: 0.0})
+        out.append((name, dict(solution, **{first: cell}), scores))
+    for name, body in (("hangs", HANG), ("ends its process", CRASH)):
+        out.append((name, dict(solution, **{first: gutted(solution[first], body)}),
+                    dict(full, **{part_of_first: 0.0})))
+    for name, (target, code, *_) in getattr(kept, "RIGHT", {}).items():
+        out.append((f"right: {name}", dict(solution, **{target: code}), full))
+    for name, entry in kept.WRONG.items():
+        target, code, part = entry[:3]
+        others = [p for p, src in uses.items() if p != part and target in src]
+        if len(entry) > 4 or others:  # a later part may fail too: no known grade
+            continue
+        out.append((f"wrong: {name}", dict(solution, **{target: code}),
+                    dict(full, **{part: 0.0})))
+    return out
+
+
+def make_class(folder: Path, n: int, labs: list[str], seed: int = 0) -> list[dict]:
+    """Write the course folder and ``n`` submissions of each lab; the expected rows."""
+    import nbformat
+    from labtools import filled, generated, notebook
+
+    if n < 1:
+        raise SystemExit(f"N={n}: make at least one submission")
+    made = generated()
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copy(made / "nbgrader_config.py", folder)
+    shutil.copy(made / "gradebook.db", folder / "gradebook.db")
+    for lab in labs:
+        for kind in ("solutions", "labs"):
+            shutil.copytree(made / kind / lab, folder / kind / lab, dirs_exist_ok=True)
+    rows = []
+    rng = random.Random(seed)
+    for lab in labs:
+        answers = kinds(lab)
+        release = notebook("labs", lab)
+        order = list(range(n))
+        rng.shuffle(order)  # learners' names say nothing of their answers
+        for i in range(n):
+            kind, cells, scores = answers[i % len(answers)]
+            learner = f"learner{order[i]:04d}"
+            path = folder / "submitted" / learner / lab / f"{lab}.ipynb"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            nbformat.write(filled(release, cells), path)
+            rows += [{"learner": learner, "lab": lab, "kind": kind, "part": part,
+                      "score": score} for part, score in scores.items()]
+    with open(folder / "expected.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=["learner", "lab", "kind", "part", "score"])
+        w.writeheader()
+        w.writerows(rows)
+    return rows
+
+
+def main(argv=None) -> int:
+    from labtools import LABS
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("n", type=int, help="submissions per lab")
+    ap.add_argument("labs", nargs="+", help=f"labs: {', '.join(LABS)}")
+    ap.add_argument("--out", required=True, type=Path)
+    ap.add_argument("--seed", type=int, default=0)
+    a = ap.parse_args(argv)
+    unknown = [lab for lab in a.labs if lab not in LABS]
+    if unknown:
+        ap.error(f"no such lab: {', '.join(unknown)} (the labs: {', '.join(LABS)})")
+    rows = make_class(a.out, a.n, a.labs, a.seed)
+    print(f"{a.n} submissions of {', '.join(a.labs)} in {a.out / 'submitted'}; "
+          f"{len(rows)} expected part scores in {a.out / 'expected.csv'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

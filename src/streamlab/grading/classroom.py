@@ -1,0 +1,231 @@
+"""A whole class graded on Dask: one task per submission, one writer for the gradebook.
+
+    python -m streamlab.grading class LAB [--workers N | --scheduler ADDRESS | --gpus]
+                                          [--timeout S] [--sandbox auto|bwrap|off]
+
+Run from the course's folder (where ``nbgrader_config.py`` is), once the learners'
+notebooks are in ``submitted/<learner>/LAB/``:
+
+1. **Judged on the workers.** Each submitted notebook becomes one ``dask.distributed``
+   task (:func:`judge`). The worker writes the notebook into a scratch folder of its own,
+   which holds nothing else, and judges each graded part there in the fresh-process
+   grader (:func:`streamlab.grading.run_part`: a process per part, a time limit per part,
+   bubblewrap where the system allows it). It returns what each graded cell showed. A
+   worker that dies mid-task has its tasks run again elsewhere by Dask; each submission's
+   result is taken once.
+2. **Written by one writer.** This process alone writes: it runs nbgrader's own
+   ``autograde``, with each graded cell's output taken from the workers' results instead
+   of run again (``GradeInFreshProcesses.judged``), so the gradebook (nbgrader's SQLite
+   file, or the ``db_url`` the teacher set) never has two writers, and the grades are
+   those a serial ``nbgrader autograde`` gives, by the same pipeline. Then ``nbgrader
+   export`` writes ``grades.csv``.
+
+Workers: ``--workers N`` (default 2) starts a ``LocalCluster`` of N processes here, on
+the simulator or on this machine's GPU; ``--gpus`` starts ``dask_cuda``'s
+``LocalCUDACluster``, one worker per GPU, each seeing its own GPU alone (a timing check
+needs a GPU to itself); ``--scheduler ADDRESS`` uses a running cluster, whose workers
+must have the course's Python environment.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from . import RESULTS_VERSION
+
+
+class ClassError(RuntimeError):
+    """The class cannot be graded as asked; the message says what to do."""
+
+
+def judge(name: str, notebook: str, *, timeout: float = 300, sandbox: str = "auto",
+          hide=(), protect=()) -> dict:
+    """Judge one submitted notebook (its JSON text) part by part; what each graded cell
+    shows, as the grader writes it into the notebook. A Dask task: plain arguments in,
+    a plain dict out. ``hide``, ``protect``: as :func:`~streamlab.grading.run_part`
+    takes them (the course's folders), besides the worker's other scratch folders."""
+    import nbformat
+
+    from . import cell_outputs, plan, run_part
+
+    nb = nbformat.reads(notebook, as_version=4)
+    root = _scratch_root()
+    work = tempfile.mkdtemp(prefix="submission-", dir=root)
+    try:
+        (Path(work) / Path(name).name).write_text(notebook)
+        cells = plan(nb)
+        parts, how = {}, ""
+        for count, cell in enumerate(_graded(nb), 1):
+            part = cell.metadata["nbgrader"]["grade_id"]
+            verdict = run_part(cells, part, cwd=work, protect=list(protect),
+                               hide=[*hide, root], timeout=timeout, sandbox=sandbox)
+            how = verdict.sandbox
+            parts[part] = {"outputs": cell_outputs(verdict),
+                           "execution_count": count, "passed": verdict.passed}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return {"name": name, "parts": parts, "sandbox": how, "worker_pid": os.getpid()}
+
+
+def _graded(nb):
+    return [c for c in nb.cells if c.cell_type == "code"
+            and c.get("metadata", {}).get("nbgrader", {}).get("grade")]
+
+
+_root: list = []
+
+
+def _scratch_root() -> str:
+    """This worker's folder of scratch folders (one per submission, removed after it):
+    hidden from every part, but for its own folder."""
+    if not _root:
+        _root.append(os.path.realpath(tempfile.mkdtemp(prefix="streamlab-class-")))
+    return _root[0]
+
+
+def submissions(course: Path, lab: str) -> dict[str, Path]:
+    """``learner/notebook`` -> path, for every notebook submitted for ``lab``."""
+    found = {f"{p.parent.parent.name}/{p.name}": p
+             for p in sorted((course / "submitted").glob(f"*/{lab}/*.ipynb"))}
+    if not found:
+        raise ClassError(f"no notebook in {course / 'submitted'}/*/{lab}/: collect each "
+                         f"learner's notebook into submitted/<learner>/{lab}/ first")
+    return found
+
+
+def _client(workers: int, scheduler: str | None, gpus: bool):
+    from dask.distributed import Client, LocalCluster
+
+    if scheduler:
+        return Client(scheduler)
+    if gpus:
+        try:
+            from dask_cuda import LocalCUDACluster
+        except ImportError:
+            raise ClassError("--gpus needs dask_cuda (pip install dask-cuda), which gives "
+                             "one worker per GPU") from None
+        return Client(LocalCUDACluster(threads_per_worker=1))
+    if workers < 1:
+        raise ClassError(f"--workers {workers}: grade with at least one worker")
+    return Client(LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                               dashboard_address=None))
+
+
+def judge_class(course: Path, lab: str, *, client, timeout: float = 300,
+                sandbox: str = "auto", progress: bool = True) -> dict:
+    """Every submission of ``lab`` judged on ``client``'s workers; the results file's
+    content (each ``learner/notebook`` once)."""
+    from dask.distributed import as_completed
+
+    found = submissions(course, lab)
+    hide, protect = _course_paths(course)
+    futures = {client.submit(judge, name, path.read_text(), timeout=timeout,
+                             sandbox=sandbox, hide=hide, protect=protect,
+                             key=f"judge-{lab}-{name}", pure=False): name
+               for name, path in found.items()}
+    results = {}
+    for done, future in enumerate(as_completed(futures), 1):
+        name = futures[future]
+        if name in results:  # never: each future is one submission
+            raise ClassError(f"{name} came back twice")
+        results[name] = future.result()
+        if progress:
+            _bar(done, len(futures))
+    if progress:
+        print(file=sys.stderr)
+    return {"version": RESULTS_VERSION, "lab": lab, "results": results}
+
+
+def _bar(done: int, total: int, width: int = 40) -> None:
+    full = width * done // total
+    print(f"\rgraded {done}/{total} [{'#' * full}{'.' * (width - full)}]", end="",
+          file=sys.stderr, flush=True)
+
+
+def _course_paths(course: Path) -> tuple[list[str], list[str]]:
+    """(folders to hide, paths to protect): the nbgrader course folder (sources,
+    submissions, gradebook) and the course's repository, as the serial grader hides."""
+    hide = {os.path.realpath(course)}
+    protect = [os.path.realpath(course / "solutions"),
+               os.path.realpath(course / "gradebook.db")]
+    try:
+        from ..course import course_root
+
+        root = course_root()
+        hide.add(os.path.realpath(root))
+        protect += [str(root / "solutions"), str(root / "gradebook.db")]
+    except Exception:  # noqa: BLE001  (no course repository here)
+        pass
+    return sorted(hide), protect
+
+
+def write_grades(course: Path, lab: str, results: dict, *, db: str | None = None) -> Path:
+    """nbgrader's autograde with the judged outputs (one writer), then nbgrader export:
+    the path of grades.csv."""
+    path = course / ".grading" / f"{lab}.json"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(json.dumps(results))
+    db_args = [f"--db={db}"] if db else []
+    nbgrader = [sys.executable, "-m", "nbgrader"]
+    for args in (["autograde", lab, "--create", "--force",
+                  f"--GradeInFreshProcesses.judged={path}"], ["export"]):
+        done = subprocess.run([*nbgrader, *args, *db_args], cwd=course, text=True,
+                              capture_output=True)
+        if done.returncode != 0:
+            raise ClassError(f"nbgrader {args[0]} failed (exit status {done.returncode}):\n"
+                             + (done.stderr or done.stdout)[-3000:])
+    return course / "grades.csv"
+
+
+def grade_class(course, lab: str, *, workers: int = 2, scheduler: str | None = None,
+                gpus: bool = False, timeout: float = 300, sandbox: str = "auto",
+                db: str | None = None, progress: bool = True, client=None) -> Path:
+    """Judge every submission of ``lab`` on Dask, write the grades with one writer; the
+    path of grades.csv (see the module's docstring). ``client``: a Dask client to use
+    (else one is made from ``workers``, ``scheduler`` or ``gpus``, and closed after)."""
+    course = Path(course).resolve()
+    if not (course / "nbgrader_config.py").is_file():
+        raise ClassError(f"{course} has no nbgrader_config.py: run this from the course's "
+                         f"folder (the one nbgrader autograde runs from)")
+    own = client is None
+    if own:
+        client = _client(workers, scheduler, gpus)
+    try:
+        results = judge_class(course, lab, client=client, timeout=timeout, sandbox=sandbox,
+                              progress=progress)
+    finally:
+        if own:
+            client.close()
+            if client.cluster is not None and not scheduler:
+                client.cluster.close()
+    return write_grades(course, lab, results, db=db)
+
+
+def main(argv: list[str]) -> int:
+    """``python -m streamlab.grading class LAB ...`` (see the module's docstring)."""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m streamlab.grading class",
+                                 description="Grade a class's submissions of a lab on Dask.")
+    ap.add_argument("lab")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--scheduler", help="address of a running Dask scheduler")
+    ap.add_argument("--gpus", action="store_true", help="one worker per GPU (dask_cuda)")
+    ap.add_argument("--timeout", type=float, default=300, help="seconds a part may run")
+    ap.add_argument("--sandbox", choices=("auto", "bwrap", "off"), default="auto")
+    ap.add_argument("--db", help="nbgrader's db_url (default: the course's gradebook.db)")
+    a = ap.parse_args(argv)
+    try:
+        csv = grade_class(Path.cwd(), a.lab, workers=a.workers, scheduler=a.scheduler,
+                          gpus=a.gpus, timeout=a.timeout, sandbox=a.sandbox, db=a.db)
+    except ClassError as e:
+        print(f"streamlab.grading class: {e}", file=sys.stderr)
+        return 2
+    print(f"grades written to the gradebook and to {csv}")
+    return 0

@@ -1,0 +1,217 @@
+"""A class graded on Dask (streamlab.grading.classroom): every submission judged on a
+worker in the fresh-process grader, the grades written by nbgrader's own autograde as one
+writer. The class comes from scripts/make_class.py: the kept right, wrong, cheating,
+hanging and crashing answers, each with its known grade."""
+
+import csv
+import json
+import os
+import shutil
+import signal
+import sys
+import threading
+import time
+
+import pytest
+from labtools import ROOT, needs_nbgrader, nbgrader
+
+sys.path.insert(0, str(ROOT / "scripts"))
+import make_class  # noqa: E402
+
+LAB = "lab05__host_functions"  # two light parts: a class grades in seconds a learner
+TIMEOUT = 10  # seconds a part may run: the hang's cost (a part takes about one here)
+
+
+def part_scores(course, lab):
+    """{(learner, part): score} from the course's gradebook."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        return {(s.student.id, g.name): g.score
+                for s in gb.assignment_submissions(lab)
+                for nb in s.notebooks for g in nb.grades}
+
+
+def expected(course):
+    with open(course / "expected.csv") as f:
+        return {(r["learner"], r["part"]): float(r["score"]) for r in csv.DictReader(f)}
+
+
+def kinds(course):
+    with open(course / "expected.csv") as f:
+        return {r["learner"]: r["kind"] for r in csv.DictReader(f)}
+
+
+@pytest.fixture(scope="module")
+def klass(tmp_path_factory):
+    """The solution, the untouched copy, every cheat, a hang and a crash, and the first
+    right and wrong answers (make_class.kinds puts them in that order)."""
+    needs_nbgrader()
+    pytest.importorskip("dask.distributed", reason="the class grader needs Dask")
+    folder = tmp_path_factory.mktemp("class")
+    answers = make_class.kinds(LAB)
+    n = 2 + sum(k.startswith("right") for k, *_ in answers[:9]) + 7
+    make_class.make_class(folder, min(n, len(answers)), [LAB])
+    assert {"solution", "untouched", "hangs", "ends its process"} <= set(kinds(folder).values())
+    assert any(k.startswith("wrong") for k in kinds(folder).values())
+    return folder
+
+
+def test_a_class_on_two_workers_one_killed_gets_the_expected_grades_and_a_serial_autogrades(
+        klass, tmp_path):
+    """Two workers judge the class; one is killed (SIGKILL) while it judges, and Dask runs
+    its task again elsewhere. Every submission comes back once, with the grade it should
+    have, and the gradebook and grades.csv are what a serial nbgrader autograde of the
+    same class gives."""
+    from dask.distributed import Client, LocalCluster
+
+    from streamlab.grading.classroom import grade_class
+
+    serial = tmp_path / "serial"
+    shutil.copytree(klass, serial)
+    killed = []
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+
+        def kill_one_busy_worker():
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline and not killed:
+                busy = [w for w, tasks in client.processing().items() if tasks]
+                if busy:
+                    pid = client.run(os.getpid, workers=[busy[0]])[busy[0]]
+                    time.sleep(0.5)  # mid-task: a part's process has started
+                    os.kill(pid, signal.SIGKILL)
+                    killed.append(pid)
+                time.sleep(0.05)
+
+        killer = threading.Thread(target=kill_one_busy_worker)
+        killer.start()
+        csv_path = grade_class(klass, LAB, timeout=TIMEOUT, progress=False, client=client)
+        killer.join()
+    assert killed, "no worker was busy to kill"
+    judged = json.loads((klass / ".grading" / f"{LAB}.json").read_text())["results"]
+    assert sorted(judged) == sorted(f"{learner}/{LAB}.ipynb" for learner in kinds(klass))
+    got, want = part_scores(klass, LAB), expected(klass)
+    wrong = {k: (kinds(klass)[k[0]], got.get(k), v) for k, v in want.items()
+             if got.get(k) != v}
+    assert not wrong, f"(learner, part): (kind, got, expected): {wrong}"
+    assert len(got) == len(want)  # no learner graded twice, none missing
+    # the same class, graded serially by nbgrader autograde as a teacher runs it
+    nbgrader("autograde", LAB, "--create", f"--GradeInFreshProcesses.timeout={TIMEOUT}",
+             cwd=serial)
+    assert part_scores(serial, LAB) == got
+    nbgrader("export", cwd=serial)
+
+    def grades(path):
+        with open(path) as f:
+            return {r["student_id"]: r["raw_score"] for r in csv.DictReader(f)
+                    if r["assignment"] == LAB}
+
+    assert grades(csv_path) == grades(serial / "grades.csv")
+
+
+def test_bad_input_to_the_class_grader_gets_a_clear_error(tmp_path):
+    from streamlab.grading.classroom import ClassError, grade_class, submissions
+
+    with pytest.raises(ClassError, match="no nbgrader_config.py"):
+        grade_class(tmp_path, LAB, progress=False)
+    with pytest.raises(ClassError, match=r"no notebook in .*submitted/\*/lab05"):
+        submissions(tmp_path, LAB)
+    (tmp_path / "nbgrader_config.py").write_text("")
+    with pytest.raises(ClassError, match="--workers 0"):
+        grade_class(tmp_path, LAB, workers=0, progress=False)
+
+
+def test_judged_outputs_that_do_not_match_the_notebook_are_refused(tmp_path):
+    """The writer takes each graded cell's output from the workers' results: a results
+    file of another version, or without this learner, stops it with what to do."""
+    pytest.importorskip("nbgrader")
+    from streamlab.grading.preprocessor import GradeInFreshProcesses
+
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps({"version": 0, "results": {}}))
+    pre = GradeInFreshProcesses(judged=str(path))
+    resources = {"nbgrader": {"student": "ada", "notebook": "lab"}}
+    from nbformat.v4 import new_notebook
+
+    with pytest.raises(ValueError, match="version 0"):
+        pre.preprocess(new_notebook(), resources)
+    path.write_text(json.dumps({"version": 1, "results": {}}))
+    with pytest.raises(ValueError, match="no judgement of ada/lab.ipynb"):
+        pre.preprocess(new_notebook(), resources)
+
+
+GRADER = '''
+import sys
+from streamlab.grading import run_part
+cells = [{"source": "import time\\nprint('started', flush=True)\\nwhile True:\\n"
+                    "    try:\\n        time.sleep(0.1)\\n    except BaseException:\\n"
+                    "        pass\\n", "role": "solution", "id": "hang"},
+         {"source": "pass", "role": "graded", "id": "check_part1"}]
+run_part(cells, "check_part1", cwd=sys.argv[1], hide=[sys.argv[2]], sandbox=sys.argv[3],
+         timeout=600)
+'''
+
+
+def _children(pid):
+    """The pids of ``pid``'s children and their children (from /proc)."""
+    found, todo = set(), [pid]
+    while todo:
+        parent = todo.pop()
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    stat = open(f"/proc/{entry}/stat").read()
+                except OSError:
+                    continue
+                if int(stat.rsplit(")", 1)[1].split()[1]) == parent:
+                    found.add(int(entry))
+                    todo.append(int(entry))
+    return found
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.parametrize("mode", ["off", "auto"])
+def test_a_hanging_part_dies_with_its_grader(tmp_path, mode):
+    """A Dask worker killed mid-task must not leave its part's process hanging for ever:
+    the part's process dies with the grader, with or without the sandbox."""
+    import subprocess
+
+    from streamlab.grading import sandbox
+
+    if mode == "auto" and sandbox.status()[0] is None:
+        pytest.skip(f"no sandbox here: {sandbox.status()[1]}")
+    work, hidden = tmp_path / "work", tmp_path / "hidden"
+    work.mkdir()
+    hidden.mkdir()
+    env = dict(os.environ, STREAMLAB_QUIET="1")
+    env.pop("STREAMLAB_RACE_CHECK", None)
+    grader = subprocess.Popen([sys.executable, "-c", GRADER, str(work), str(hidden), mode],
+                              env=env)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not _children(grader.pid):
+        time.sleep(0.1)
+    time.sleep(3)  # the part's process is in its hang (it imports streamlab first)
+    below = _children(grader.pid)
+    assert below, "the grader started no part"
+    grader.kill()
+    grader.wait()
+
+    def alive():
+        out = []
+        for p in below:
+            try:
+                state = open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                continue  # gone
+            if state != "Z":
+                out.append(p)
+        return out
+
+    deadline = time.monotonic() + 20
+    while alive() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = alive()
+    for p in left:
+        os.kill(p, signal.SIGKILL)
+    assert not left, f"the part's processes {left} outlived their grader"
