@@ -65,7 +65,7 @@ def _awaiting(item):
 
 #: test files that take longest whole, slowest first (measured on two cores: the browser
 #: tests about 2 minutes, mostly waiting on JupyterLab; the nbgrader autograde runs 1.5 to
-#: 2 minutes a file; the capstone's solved copy under nbval a little over a minute, since
+#: 2 minutes a file; the class graded on Dask and again serially, about 1.5 minutes; the capstone's solved copy under nbval a little over a minute, since
 #: its simulator sizes shrank (3 minutes before); nbval does not run the learner copies,
 #: see pytest_ignore_collect): started first, so
 #: that the other workers run the rest of the suite meanwhile, instead of one worker

@@ -104,7 +104,10 @@ def main(argv=None) -> int:
     serial = dict(rows).get("nbgrader autograde, serial")
     lines = [f"{total} submissions ({a.n} of each of {', '.join(a.labs)}), every one graded "
              f"as expected; {os.cpu_count()} CPU cores ({platform.machine()}), Python "
-             f"{platform.python_version()}, {streamlab.describe()}; a part may run "
+             f"{platform.python_version()}, "
+             + ("on Numba's CUDA simulator" if streamlab.on_simulator()
+                else f"on {streamlab.device_name()}")
+             + f"; a part may run "
              f"{a.timeout:g} s (the class's hangs each cost that).", "",
              "| grading | seconds | submissions per minute | seconds per submission "
              "| speed against 1 worker | against the serial autograde |",

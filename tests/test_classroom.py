@@ -215,3 +215,21 @@ def test_a_hanging_part_dies_with_its_grader(tmp_path, mode):
     for p in left:
         os.kill(p, signal.SIGKILL)
     assert not left, f"the part's processes {left} outlived their grader"
+
+
+@pytest.mark.parametrize("args", [["--n", "0"], ["--workers", "0"]])
+def test_the_class_benchmark_refuses_an_empty_class_or_no_worker(args, capsys):
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import class_grading
+
+    with pytest.raises(SystemExit):
+        class_grading.main(args)
+    assert "--n and --workers take 1 or more" in capsys.readouterr().err
+
+
+def test_make_class_refuses_what_it_cannot_make(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        make_class.main(["3", "lab99__none", "--out", str(tmp_path)])
+    assert "no such lab: lab99__none" in capsys.readouterr().err
+    with pytest.raises(SystemExit, match="N=0"):
+        make_class.make_class(tmp_path, 0, [LAB])
