@@ -123,11 +123,14 @@ def judge_class(course: Path, lab: str, *, client, timeout: float = 300,
     content (each ``learner/notebook`` once)."""
     from dask.distributed import as_completed
 
+    import secrets
+
     found = submissions(course, lab)
     hide, protect = _course_paths(course)
-    futures = {client.submit(judge, name, path.read_text(), timeout=timeout,
+    run = secrets.token_hex(4)  # a key of this run's own: a cluster never hands back an
+    futures = {client.submit(judge, name, path.read_text(), timeout=timeout,  # older one
                              sandbox=sandbox, hide=hide, protect=protect,
-                             key=f"judge-{lab}-{name}", pure=False): name
+                             key=f"judge-{lab}-{name}-{run}", pure=False): name
                for name, path in found.items()}
     results = {}
     for done, future in enumerate(as_completed(futures), 1):
