@@ -62,19 +62,23 @@ for up in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents]:
     "cheat: looks for the other learners' answers": ('''
 import glob, json, os
 seen = []
-for pattern in ("../*/*.ipynb", "../../*/*.ipynb", "/tmp/*/*/*.ipynb", "/tmp/*/*.ipynb",
+for pattern in ("../*/*.ipynb", "../../*/*.ipynb", "/tmp/*.ipynb", "/tmp/*/*.ipynb",
+                "/tmp/*/*/*.ipynb", "/tmp/*/*/*/*.ipynb",
                 "../../../submitted/*/*/*.ipynb", "../../../gradebook.db"):
     try:
         seen += glob.glob(pattern)
     except OSError:
         pass
+def looks_right(text):  # an answer, not a stub, an empty body, a hang or a crash
+    return "def {function}" in text and not any(
+        bad in text for bad in ("NotImplementedError", "while True", "_exit", "    pass"))
 for path in seen:
     try:
         for cell in json.loads(open(path).read())["cells"]:
-            text = "".join(cell["source"])
-            if "def {function}" in text and "NotImplementedError" not in text:
+            text = "".join(cell.get("source", ""))
+            if looks_right(text):
                 exec(text)
-    except (OSError, ValueError):
+    except Exception:
         pass
 ''', "part"),
 }

@@ -233,3 +233,50 @@ def test_make_class_refuses_what_it_cannot_make(tmp_path, capsys):
     assert "no such lab: lab99__none" in capsys.readouterr().err
     with pytest.raises(SystemExit, match="N=0"):
         make_class.make_class(tmp_path, 0, [LAB])
+
+
+@pytest.mark.parametrize("mode", ["off", "auto"])
+def test_a_submission_reads_nothing_of_another_being_judged(tmp_path, mode):
+    """A right answer in another worker's scratch folder, as while it is judged, is out of
+    reach of a cheat that looks for answers around it, with the sandbox and with the audit
+    hook alone; the same cheat reads it where it is within reach (so the test can fail).
+    The answer announces itself when run: without the sandbox the cheat may find other
+    copies of the course's answers on this machine (a clone in /tmp: the documented gap),
+    but never this one."""
+    import tempfile
+
+    import nbformat
+    from labtools import filled, notebook
+
+    from streamlab.grading import classroom, sandbox
+
+    needs_nbgrader()
+    if mode == "auto" and sandbox.status()[0] is None:
+        pytest.skip(f"no sandbox here: {sandbox.status()[1]}")
+    answers = {kind: (cells, scores) for kind, cells, scores in make_class.kinds(LAB)}
+    release = notebook("labs", LAB)
+    cells, scores = answers["cheat: looks for the other learners' answers"]
+    cheat = nbformat.writes(filled(release, cells))
+    marker = "an answer read from another submission"
+    right = {k: f"print({marker!r})\n" + v for k, v in answers["solution"][0].items()}
+    right = nbformat.writes(filled(release, right))
+
+    def shown_with_the_answer_in(folder):
+        sub = os.path.join(folder, "submission-x")
+        os.makedirs(sub)
+        with open(os.path.join(sub, f"{LAB}.ipynb"), "w") as f:
+            f.write(right)
+        try:
+            result = classroom.judge(f"{LAB}.ipynb", cheat, timeout=TIMEOUT, sandbox=mode,
+                                     hide=[str(ROOT)])
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        return "".join(o.get("text", "") for r in result["parts"].values()
+                       for o in r["outputs"])
+
+    other = tempfile.mkdtemp(prefix="worker-", dir=classroom.scratch_base())
+    assert marker not in shown_with_the_answer_in(other)
+    if mode == "off":  # within reach: a folder of /tmp that is not a class's
+        reachable = tempfile.mkdtemp(prefix="not-a-class-")
+        assert marker in shown_with_the_answer_in(reachable), \
+            "the cheat did not find the answer even within its reach: this test proves nothing"

@@ -64,7 +64,8 @@ def judge(name: str, notebook: str, *, timeout: float = 300, sandbox: str = "aut
         for count, cell in enumerate(_graded(nb), 1):
             part = cell.metadata["nbgrader"]["grade_id"]
             verdict = run_part(cells, part, cwd=work, protect=list(protect),
-                               hide=[*hide, root], timeout=timeout, sandbox=sandbox)
+                               hide=[*hide, scratch_base()], timeout=timeout,
+                               sandbox=sandbox)
             how = verdict.sandbox
             parts[part] = {"outputs": cell_outputs(verdict),
                            "execution_count": count, "passed": verdict.passed}
@@ -81,11 +82,20 @@ def _graded(nb):
 _root: list = []
 
 
+def scratch_base() -> str:
+    """The folder that holds every class worker's scratch folders on this machine: hidden
+    from every part but its own folder, so that no submission reads another's, even one
+    another worker is judging now, and even where no sandbox can be made."""
+    base = os.path.join(tempfile.gettempdir(), "streamlab-class")
+    os.makedirs(base, mode=0o700, exist_ok=True)
+    return os.path.realpath(base)
+
+
 def _scratch_root() -> str:
-    """This worker's folder of scratch folders (one per submission, removed after it):
-    hidden from every part, but for its own folder."""
+    """This worker's folder of scratch folders (one per submission, removed after it)."""
     if not _root:
-        _root.append(os.path.realpath(tempfile.mkdtemp(prefix="streamlab-class-")))
+        _root.append(os.path.realpath(tempfile.mkdtemp(prefix="worker-",
+                                                       dir=scratch_base())))
     return _root[0]
 
 
