@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import subprocess
 import sys
@@ -133,12 +134,11 @@ def judge_class(course: Path, lab: str, *, client, timeout: float = 300,
     content (each ``learner/notebook`` once)."""
     from dask.distributed import as_completed
 
-    import secrets
-
     found = submissions(course, lab)
     hide, protect = _course_paths(course)
-    run = secrets.token_hex(4)  # a key of this run's own: a cluster never hands back an
-    futures = {client.submit(judge, name, path.read_text(), timeout=timeout,  # older one
+    # keys of this run's own: a long-lived cluster never hands back an earlier judgement
+    run = secrets.token_hex(4)
+    futures = {client.submit(judge, name, path.read_text(), timeout=timeout,
                              sandbox=sandbox, hide=hide, protect=protect,
                              key=f"judge-{lab}-{name}-{run}", pure=False): name
                for name, path in found.items()}
@@ -152,6 +152,12 @@ def judge_class(course: Path, lab: str, *, client, timeout: float = 300,
             _bar(done, len(futures))
     if progress:
         print(file=sys.stderr)
+    unboxed = sorted({r["sandbox"] for r in results.values()
+                      if r["sandbox"] and r["sandbox"] != "bubblewrap"})
+    if unboxed:  # as GradeInFreshProcesses warns a teacher grading serially
+        print(f"streamlab.grading class: graded without a sandbox ({'; '.join(unboxed)}): "
+              f"the learners' code was kept from the course's files by the grader's audit "
+              f"hook alone, which code below Python (ctypes) can get past", file=sys.stderr)
     return {"version": RESULTS_VERSION, "lab": lab, "results": results}
 
 
