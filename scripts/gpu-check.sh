@@ -93,9 +93,9 @@ if [ "$PART" != notebooks ]; then
   fi
   nb_json=$OUT/notebooks.json
   [ "$PART" = tests ] && nb_json=${NOTEBOOKS_JSON:-}
-  # shellcheck disable=SC2086  # junits and figures are lists of paths
   # record.json: this run's record, to keep in docs/runs/results/ (the course's page is
   # made from the kept records, each GPU's run in its own column)
+  # shellcheck disable=SC2086  # junits and figures are lists of paths
   python3 scripts/gpu_results.py --doctor "$OUT/doctor.txt" --tests $figures \
     --bench "$WORK/bench.json" --junit $junits \
     ${nb_json:+$( [ -f "$nb_json" ] && echo --notebooks "$nb_json")} \
