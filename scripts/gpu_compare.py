@@ -58,6 +58,44 @@ def _times(result: dict) -> int:
     return max(1, len(result.get("runs") or []))
 
 
+def status(result: dict) -> str:
+    """How a notebook's run went, in words (every run of a --repeat run)."""
+    if result.get("error"):
+        return "FAILED: " + result["error"]
+    if _times(result) > 1:  # run_notebooks.py --repeat: every run passed
+        return (f"{_times(result)} runs in a row, each passed, in "
+                + ", ".join(f"{run['seconds']}" for run in result["runs"]) + " s")
+    return f"ran in {result['seconds']} s"
+
+
+def figures(result: dict) -> dict[str, str]:
+    """A notebook's headline figures but the device (each column names it): name ->
+    value, or 'a · b · c' over the runs of a --repeat run, in their order ('–' where a
+    run did not print it)."""
+    runs = result.get("runs") or [result]
+    values: dict[str, list[str]] = {}
+    for i, run in enumerate(runs):
+        for key, value in run.get("headline", []):
+            if key != "device":
+                values.setdefault(key, ["–"] * len(runs))[i] = value
+    return {k: " · ".join(v) for k, v in values.items()}
+
+
+def notebook_table(heads: list[str], results: list) -> list[str]:
+    """One notebook's table: a column per run (``heads``), its results in that order
+    (None where a run did not execute it): how each run went, then each figure."""
+    lines = ["| | " + " | ".join(heads) + " |", "| --- |" + " --- |" * len(heads)]
+    rows: dict[str, list[str]] = {"run": ["–"] * len(heads)}
+    for i, x in enumerate(results):
+        if x is None:
+            continue
+        rows["run"][i] = status(x)
+        for key, value in figures(x).items():
+            rows.setdefault(key, ["–"] * len(heads))[i] = value
+    return lines + [f"| {_cell(key)} | " + " | ".join(_cell(v) for v in values) + " |"
+                    for key, values in rows.items()]
+
+
 def page(runs: list[dict]) -> str:
     """The page's markdown."""
     heads = [f"{r['gpu']}, {r['file'][:-5]}" for r in runs]
@@ -82,26 +120,8 @@ def page(runs: list[dict]) -> str:
     paths = sorted({p for r in runs for p in r["results"]},
                    key=lambda p: (p.startswith("solutions/"), p))
     for path in paths:
-        lines += ["", f"## [{Path(path).name}](../{path})", "",
-                  "| | " + " | ".join(heads) + " |", "| --- |" + " --- |" * len(runs)]
-        rows: dict[str, list[str]] = {}
-        for i, r in enumerate(runs):
-            x = r["results"].get(path)
-            if x is None:
-                continue
-            if x.get("error"):
-                status = "FAILED: " + x["error"]
-            elif _times(x) > 1:  # run_notebooks.py --repeat: every run passed
-                status = (f"{_times(x)} runs in a row, each passed, in "
-                          + ", ".join(f"{run['seconds']}" for run in x["runs"]) + " s")
-            else:
-                status = f"ran in {x['seconds']} s"
-            rows.setdefault("run", ["–"] * len(runs))[i] = status
-            for key, value in x.get("headline", []):
-                if key != "device":
-                    rows.setdefault(key, ["–"] * len(runs))[i] = value
-        for key, values in rows.items():
-            lines.append(f"| {_cell(key)} | " + " | ".join(_cell(v) for v in values) + " |")
+        lines += ["", f"## [{Path(path).name}](../{path})", ""]
+        lines += notebook_table(heads, [r["results"].get(path) for r in runs])
     return "\n".join(lines) + "\n"
 
 

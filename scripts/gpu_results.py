@@ -226,29 +226,11 @@ def model_table(records) -> list[str]:
     return lines
 
 
-def notebook_values(result) -> dict:
-    """A notebook's headline figures: name -> 'a · b · c' over its runs in a row."""
-    runs = result.get("runs") or [result]
-    values: dict = {}
-    for i, x in enumerate(runs):  # by run: a run without the figure shows "–"
-        for k, v in x["headline"]:
-            values.setdefault(k, ["–"] * len(runs))[i] = v
-    return {k: " · ".join(vs) for k, vs in values.items()}
-
-
-def notebook_state(result) -> str:
-    runs = result.get("runs") or [result]
-    error = re.sub(r"\x1b\[[0-9;]*m", "", result["error"] or "")  # no terminal colours
-    times = ", ".join(f"{x['seconds']} s" for x in runs)
-    if result["error"] is not None:
-        return f"FAILED ({error})"
-    return (f"{len(runs)} runs in a row, each passed, in {times}" if len(runs) > 1
-            else f"ran in {times}")
-
-
 def notebook_sections(records) -> list[str]:
     """Each lesson's headline figures and each lab solution's check results, one column
-    per run that executed it."""
+    per run that executed it (scripts/gpu_compare.py's table)."""
+    from gpu_compare import notebook_table
+
     paths = sorted({p for r in records for p in (r["notebooks"] or {})})
     lines = []
     for title, intro, group in (
@@ -265,15 +247,9 @@ def notebook_sections(records) -> list[str]:
         lines += ["", f"## {title}", "", intro]
         for path in group:
             ran = [r for r in records if path in (r["notebooks"] or {})]
-            results = [r["notebooks"][path] for r in ran]
-            lines += ["", f"### [{Path(path).name}](../{path})", "",
-                      "| | " + " | ".join(label(r) for r in ran) + " |",
-                      "| --- |" + " --- |" * len(ran),
-                      "| run | " + " | ".join(notebook_state(x) for x in results) + " |"]
-            values = [notebook_values(x) for x in results]
-            for name in dict.fromkeys(k for v in values for k in v):
-                lines.append(f"| {name} | " + " | ".join(v.get(name, "–") for v in values)
-                             + " |")
+            lines += ["", f"### [{Path(path).name}](../{path})", ""]
+            lines += notebook_table([label(r) for r in ran],
+                                    [r["notebooks"][path] for r in ran])
     return lines
 
 
