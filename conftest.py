@@ -65,10 +65,10 @@ def _awaiting(item):
 
 #: test files that take longest whole, slowest first (measured on two cores: the browser
 #: tests about 2 minutes, mostly waiting on JupyterLab; the nbgrader autograde runs 1.5 to
-#: 2 minutes a file; the class graded on Dask and again serially, about 1.5 minutes; the capstone's solved copy under nbval a little over a minute, since
-#: its simulator sizes shrank (3 minutes before); nbval does not run the learner copies,
-#: see pytest_ignore_collect): started first, so
-#: that the other workers run the rest of the suite meanwhile, instead of one worker
+#: 2 minutes a file; the class graded on Dask and again serially about 1.5 minutes; the
+#: capstone's solved copy under nbval a little over a minute, since its simulator sizes
+#: shrank (3 minutes before); nbval does not run the learner copies, see
+#: pytest_ignore_collect): started first, so that the other workers run the rest of the suite meanwhile, instead of one worker
 #: finishing a long file alone at the end (a file with few but slow tests came last when
 #: the files went by their number of tests, and the run's last two minutes were its tail).
 #: Under --dist loadfile a file goes whole to one worker; with --no-loadscope-reorder

@@ -15,7 +15,6 @@ worker per GPU: --gpus).
 from __future__ import annotations
 
 import argparse
-import csv
 import os
 import platform
 import shutil
@@ -30,21 +29,9 @@ sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT / "tests"))
 
 
-def scores(course: Path, lab: str) -> dict:
-    from nbgrader.api import Gradebook
-
-    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
-        return {(s.student.id, g.name): g.score for s in gb.assignment_submissions(lab)
-                for nb in s.notebooks for g in nb.grades}
-
-
-def expected(course: Path, lab: str) -> dict:
-    with open(course / "expected.csv") as f:
-        return {(r["learner"], r["part"]): float(r["score"]) for r in csv.DictReader(f)
-                if r["lab"] == lab}
-
-
 def check(course: Path, labs, how: str) -> None:
+    from make_class import expected, scores
+
     for lab in labs:
         got, want = scores(course, lab), expected(course, lab)
         if got != want:

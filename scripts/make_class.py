@@ -29,7 +29,6 @@ import ast
 import csv
 import importlib
 import random
-import shutil
 import sys
 from pathlib import Path
 
@@ -113,10 +112,9 @@ def kinds(lab: str) -> list[tuple[str, dict, dict]]:
     from labtools import cells_of, grade_id, meta, notebook
 
     solution = cells_of(lab, "solution")
-    points = {grade_id(c): float(meta(c)["points"]) for c in notebook("solutions", lab).cells
-              if meta(c).get("grade")}
-    uses = {grade_id(c): c.source for c in notebook("solutions", lab).cells
-            if meta(c).get("grade")}
+    checks = [c for c in notebook("solutions", lab).cells if meta(c).get("grade")]
+    points = {grade_id(c): float(meta(c)["points"]) for c in checks}
+    uses = {grade_id(c): c.source for c in checks}  # the functions each check is given
     full = dict(points)
     kept = importlib.import_module(f"wrong_solutions.{lab}")
     out = [("solution", dict(solution), full),
@@ -148,17 +146,13 @@ def kinds(lab: str) -> list[tuple[str, dict, dict]]:
 def make_class(folder: Path, n: int, labs: list[str], seed: int = 0) -> list[dict]:
     """Write the course folder and ``n`` submissions of each lab; the expected rows."""
     import nbformat
-    from labtools import filled, generated, notebook
+    from labtools import course, filled, notebook
 
     if n < 1:
         raise SystemExit(f"N={n}: make at least one submission")
-    made = generated()
     folder.mkdir(parents=True, exist_ok=True)
-    shutil.copy(made / "nbgrader_config.py", folder)
-    shutil.copy(made / "gradebook.db", folder / "gradebook.db")
     for lab in labs:
-        for kind in ("solutions", "labs"):
-            shutil.copytree(made / kind / lab, folder / kind / lab, dirs_exist_ok=True)
+        course(folder, lab)  # nbgrader's course folder, with the lab in its gradebook
     rows = []
     rng = random.Random(seed)
     for lab in labs:
@@ -179,6 +173,28 @@ def make_class(folder: Path, n: int, labs: list[str], seed: int = 0) -> list[dic
         w.writeheader()
         w.writerows(rows)
     return rows
+
+
+def expected(folder: Path, lab: str) -> dict:
+    """{(learner, part): the score it must get} for ``lab``, from expected.csv."""
+    with open(folder / "expected.csv") as f:
+        return {(r["learner"], r["part"]): float(r["score"]) for r in csv.DictReader(f)
+                if r["lab"] == lab}
+
+
+def kind_of(folder: Path) -> dict:
+    """{learner: the kind of answer they submitted}, from expected.csv."""
+    with open(folder / "expected.csv") as f:
+        return {r["learner"]: r["kind"] for r in csv.DictReader(f)}
+
+
+def scores(folder: Path, lab: str) -> dict:
+    """{(learner, part): score} of ``lab`` in the course folder's gradebook."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{folder / 'gradebook.db'}") as gb:
+        return {(s.student.id, g.name): g.score for s in gb.assignment_submissions(lab)
+                for nb in s.notebooks for g in nb.grades}
 
 
 def main(argv=None) -> int:

@@ -22,24 +22,11 @@ LAB = "lab05__host_functions"  # two light parts: a class grades in seconds a le
 TIMEOUT = 10  # seconds a part may run: the hang's cost (a part takes about one here)
 
 
-def part_scores(course, lab):
-    """{(learner, part): score} from the course's gradebook."""
-    from nbgrader.api import Gradebook
-
-    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
-        return {(s.student.id, g.name): g.score
-                for s in gb.assignment_submissions(lab)
-                for nb in s.notebooks for g in nb.grades}
+part_scores, kinds = make_class.scores, make_class.kind_of
 
 
 def expected(course):
-    with open(course / "expected.csv") as f:
-        return {(r["learner"], r["part"]): float(r["score"]) for r in csv.DictReader(f)}
-
-
-def kinds(course):
-    with open(course / "expected.csv") as f:
-        return {r["learner"]: r["kind"] for r in csv.DictReader(f)}
+    return make_class.expected(course, LAB)
 
 
 @pytest.fixture(scope="module")
@@ -137,6 +124,7 @@ def test_judged_outputs_that_do_not_match_the_notebook_are_refused(tmp_path):
     with pytest.raises(ValueError, match="version 0"):
         pre.preprocess(new_notebook(), resources)
     path.write_text(json.dumps({"version": 1, "results": {}}))
+    pre = GradeInFreshProcesses(judged=str(path))  # the next autograde run
     with pytest.raises(ValueError, match="no judgement of ada/lab.ipynb"):
         pre.preprocess(new_notebook(), resources)
 

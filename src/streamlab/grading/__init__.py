@@ -86,6 +86,36 @@ def cell_outputs(verdict: Verdict) -> list:
     return outputs
 
 
+def graded_cells(nb) -> list:
+    """The notebook's graded (check) cells, in order."""
+    return [c for c in nb["cells"] if c.get("cell_type") == "code"
+            and c.get("metadata", {}).get("nbgrader", {}).get("grade")]
+
+
+def course_paths(root: str | None = None, source_directory: str = "solutions",
+                 db_url: str | None = None) -> tuple[list[str], list[str]]:
+    """(folders to hide, paths to protect) while a learner's part is graded: nbgrader's
+    course folder ``root`` (sources, every learner's submission, the gradebook) and the
+    course's repository (tests, solutions) hidden; the course's source folder (the
+    solutions) and its gradebook database (``db_url``, wherever SQLite keeps it)
+    protected, should a part's own folder be in a hidden one."""
+    hide, protect = set(), []
+    if root is not None:
+        hide.add(os.path.realpath(root))
+        protect.append(os.path.join(root, source_directory))
+    if db_url and db_url.startswith("sqlite:///"):
+        protect.append(db_url[len("sqlite:///"):])
+    try:
+        from ..course import course_root
+
+        repo = course_root()
+        hide.add(os.path.realpath(repo))
+        protect += [str(repo / "solutions"), str(repo / "gradebook.db")]
+    except Exception:  # noqa: BLE001  (no course repository here: nothing more to guard)
+        pass
+    return sorted(hide), protect
+
+
 def plan(nb) -> list[dict]:
     """The notebook's code cells with their roles (locked, solution, graded, other)."""
     cells = []

@@ -53,7 +53,7 @@ def judge(name: str, notebook: str, *, timeout: float = 300, sandbox: str = "aut
     takes them (the course's folders), besides the worker's other scratch folders."""
     import nbformat
 
-    from . import cell_outputs, plan, run_part
+    from . import cell_outputs, graded_cells, plan, run_part
 
     nb = nbformat.reads(notebook, as_version=4)
     root = _scratch_root()
@@ -62,7 +62,7 @@ def judge(name: str, notebook: str, *, timeout: float = 300, sandbox: str = "aut
         (Path(work) / Path(name).name).write_text(notebook)
         cells = plan(nb)
         parts, how = {}, ""
-        for count, cell in enumerate(_graded(nb), 1):
+        for count, cell in enumerate(graded_cells(nb), 1):
             part = cell.metadata["nbgrader"]["grade_id"]
             verdict = run_part(cells, part, cwd=work, protect=list(protect),
                                hide=[*hide, scratch_base()], timeout=timeout,
@@ -73,11 +73,6 @@ def judge(name: str, notebook: str, *, timeout: float = 300, sandbox: str = "aut
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return {"name": name, "parts": parts, "sandbox": how, "worker_pid": os.getpid()}
-
-
-def _graded(nb):
-    return [c for c in nb.cells if c.cell_type == "code"
-            and c.get("metadata", {}).get("nbgrader", {}).get("grade")]
 
 
 _root: list = []
@@ -129,13 +124,18 @@ def _client(workers: int, scheduler: str | None, gpus: bool):
 
 
 def judge_class(course: Path, lab: str, *, client, timeout: float = 300,
-                sandbox: str = "auto", progress: bool = True) -> dict:
+                sandbox: str = "auto", db: str | None = None, progress: bool = True) -> dict:
     """Every submission of ``lab`` judged on ``client``'s workers; the results file's
-    content (each ``learner/notebook`` once)."""
+    content (each ``learner/notebook`` once). The course's folders are hidden and its
+    solutions and gradebook (``db``, nbgrader's db_url) protected, as the serial grader
+    does."""
     from dask.distributed import as_completed
 
+    from . import course_paths
+
     found = submissions(course, lab)
-    hide, protect = _course_paths(course)
+    hide, protect = course_paths(str(course), "solutions",
+                                 db or f"sqlite:///{course / 'gradebook.db'}")
     # keys of this run's own: a long-lived cluster never hands back an earlier judgement
     run = secrets.token_hex(4)
     futures = {client.submit(judge, name, path.read_text(), timeout=timeout,
@@ -165,23 +165,6 @@ def _bar(done: int, total: int, width: int = 40) -> None:
     full = width * done // total
     print(f"\rgraded {done}/{total} [{'#' * full}{'.' * (width - full)}]", end="",
           file=sys.stderr, flush=True)
-
-
-def _course_paths(course: Path) -> tuple[list[str], list[str]]:
-    """(folders to hide, paths to protect): the nbgrader course folder (sources,
-    submissions, gradebook) and the course's repository, as the serial grader hides."""
-    hide = {os.path.realpath(course)}
-    protect = [os.path.realpath(course / "solutions"),
-               os.path.realpath(course / "gradebook.db")]
-    try:
-        from ..course import course_root
-
-        root = course_root()
-        hide.add(os.path.realpath(root))
-        protect += [str(root / "solutions"), str(root / "gradebook.db")]
-    except Exception:  # noqa: BLE001  (no course repository here)
-        pass
-    return sorted(hide), protect
 
 
 def write_grades(course: Path, lab: str, results: dict, *, db: str | None = None) -> Path:
@@ -217,7 +200,7 @@ def grade_class(course, lab: str, *, workers: int = 2, scheduler: str | None = N
         client = _client(workers, scheduler, gpus)
     try:
         results = judge_class(course, lab, client=client, timeout=timeout, sandbox=sandbox,
-                              progress=progress)
+                              db=db, progress=progress)
     finally:
         if own:
             client.close()

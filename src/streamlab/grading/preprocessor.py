@@ -22,7 +22,7 @@ from nbformat import from_dict
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Enum, Integer, List, Unicode
 
-from . import RESULTS_VERSION, cell_outputs, plan, run_part
+from . import RESULTS_VERSION, cell_outputs, course_paths, graded_cells, plan, run_part
 
 
 _warned: list = []  # the teacher is told once per run that no sandbox could be made
@@ -48,11 +48,12 @@ class GradeInFreshProcesses(NbGraderPreprocessor):
             return self._from_judged(nb, resources), resources
         cwd = resources.get("metadata", {}).get("path") or os.getcwd()
         cells = plan(nb)
-        protect = list(self.protect) + self._course_paths(resources)
-        hide = self._course_roots()
-        graded = [c for c in nb.cells if c.cell_type == "code"
-                  and c.get("metadata", {}).get("nbgrader", {}).get("grade")]
-        for count, cell in enumerate(graded, 1):
+        coursedir = self._coursedir()
+        hide, protect = course_paths(*(
+            (coursedir.root, coursedir.source_directory, coursedir.db_url)
+            if coursedir is not None else ()))
+        protect = list(self.protect) + protect
+        for count, cell in enumerate(graded_cells(nb), 1):
             part = cell.metadata["nbgrader"]["grade_id"]
             self.log.info("Grading %s in a fresh process", part)
             verdict = run_part(cells, part, cwd=cwd, protect=protect, hide=hide,
@@ -70,7 +71,10 @@ class GradeInFreshProcesses(NbGraderPreprocessor):
     def _from_judged(self, nb, resources):
         """Each graded cell's output as a worker judged it (see ``judged``)."""
         try:
-            data = json.loads(open(self.judged).read())
+            if getattr(self, "_judged_data", (None,))[0] != self.judged:
+                with open(self.judged) as f:  # once an autograde run, not once a notebook
+                    self._judged_data = (self.judged, json.load(f))
+            data = self._judged_data[1]
         except (OSError, ValueError) as e:
             raise ValueError(f"GradeInFreshProcesses.judged={self.judged!r}: cannot read "
                              f"it ({e}); it is written by python -m streamlab.grading "
@@ -85,9 +89,7 @@ class GradeInFreshProcesses(NbGraderPreprocessor):
         if result is None:
             raise ValueError(f"{self.judged} holds no judgement of {name}: it was "
                              f"submitted after the class was judged; judge the class again")
-        graded = [c for c in nb.cells if c.cell_type == "code"
-                  and c.get("metadata", {}).get("nbgrader", {}).get("grade")]
-        for cell in graded:
+        for cell in graded_cells(nb):
             part = result["parts"].get(cell.metadata["nbgrader"]["grade_id"])
             if part is None:
                 raise ValueError(f"{self.judged}: {name} has no judgement of "
@@ -97,43 +99,9 @@ class GradeInFreshProcesses(NbGraderPreprocessor):
             cell.execution_count = part["execution_count"]
         return nb
 
-    def _course_roots(self) -> list[str]:
-        """The folders the learner's code may not read while graded: nbgrader's course
-        folder (sources, every learner's submission, the gradebook) and the course's
-        repository (tests, solutions). What a part needs to run is put back."""
-        roots = []
-        coursedir = self._coursedir()
-        if coursedir is not None:
-            roots.append(os.path.realpath(coursedir.root))
-        try:
-            from ..course import course_root
-
-            roots.append(os.path.realpath(course_root()))
-        except Exception:  # noqa: BLE001  (no course repository here)
-            pass
-        return sorted(set(roots))
-
     def _coursedir(self):
         owner, coursedir = self, None
         while owner is not None and coursedir is None:  # exporter -> nbgrader's converter
             coursedir = getattr(owner, "coursedir", None)
             owner = getattr(owner, "parent", None)
         return coursedir
-
-    def _course_paths(self, resources) -> list[str]:
-        """The course's source folder (the solutions) and its gradebook database."""
-        paths = []
-        coursedir = self._coursedir()
-        if coursedir is not None:
-            paths.append(os.path.join(coursedir.root, coursedir.source_directory))
-            db = coursedir.db_url
-            if db.startswith("sqlite:///"):
-                paths.append(db[len("sqlite:///"):])
-        try:
-            from ..course import course_root
-
-            root = course_root()
-            paths += [str(root / "solutions"), str(root / "gradebook.db")]
-        except Exception:  # noqa: BLE001  (no course folder here: nothing more to guard)
-            pass
-        return paths
