@@ -38,6 +38,41 @@ exec(buf.value.decode(), ns)
 exec(next(code for target, code, *_ in ns["RIGHT"].values()
           if target == "add_in_two_streams"))
 '''
+#: the same read through another process's view of the files: /proc/PID/root (and cwd)
+#: lead to the machine's own folders, whatever this process's mounts hide; in Python and
+#: through libc
+THROUGH_PROC = '''
+import os, pathlib, streamlab
+kept = (pathlib.Path(streamlab.__file__).resolve().parents[2] / "tests" / "wrong_solutions"
+        / "lab02__events.py")
+text = None
+for pid in [p for p in os.listdir("/proc") if p.isdigit()]:
+    try:
+        text = READ("/proc/" + pid + "/root" + str(kept))
+        break
+    except OSError:
+        pass
+if text is None:
+    raise PermissionError("no process's view of the files showed " + str(kept))
+ns = {}
+exec(text, ns)
+exec(next(code for target, code, *_ in ns["RIGHT"].values()
+          if target == "add_in_two_streams"))
+'''
+IN_PYTHON_PROC = "READ = lambda path: open(path).read()\n" + THROUGH_PROC
+BELOW_PYTHON_PROC = '''
+import ctypes
+libc = ctypes.CDLL(None)
+libc.fopen.restype = ctypes.c_void_p
+
+def READ(path):
+    f = libc.fopen(path.encode(), b"r")
+    if not f:
+        raise OSError("libc could not open " + path)
+    buf = ctypes.create_string_buffer(1 << 20)
+    libc.fread(buf, 1, len(buf) - 1, ctypes.c_void_p(f))
+    return buf.value.decode()
+''' + THROUGH_PROC
 LAB = "lab02__events"
 BWRAP = sandbox.status()[0]
 
@@ -47,7 +82,9 @@ def cheat(code):
     return plan(submission(LAB, {"add_in_two_streams": code}))
 
 
-@pytest.mark.parametrize("code", [IN_PYTHON, BELOW_PYTHON], ids=["in Python", "below Python"])
+@pytest.mark.parametrize("code", [IN_PYTHON, BELOW_PYTHON, IN_PYTHON_PROC, BELOW_PYTHON_PROC],
+                         ids=["in Python", "below Python", "in Python through /proc",
+                              "below Python through /proc"])
 def test_a_cheat_that_reads_the_courses_tests_passes_only_where_nothing_is_hidden(tmp_path,
                                                                                   code):
     cells = cheat(code)
@@ -60,6 +97,8 @@ def test_a_cheat_that_reads_the_courses_tests_passes_only_where_nothing_is_hidde
     if code is IN_PYTHON:
         assert not hook_only.passed and "does not let lab code read" in str(hook_only), \
             hook_only
+    elif code is IN_PYTHON_PROC:  # the hook resolves /proc's links: every try refused
+        assert not hook_only.passed and "no process's view" in str(hook_only), hook_only
     else:  # the audit hook does not see libc: the documented gap that the sandbox closes
         assert hook_only.passed, hook_only
     if BWRAP is None:

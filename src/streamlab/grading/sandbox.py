@@ -3,7 +3,8 @@
 The grader (:func:`streamlab.grading.run_part`) runs each part in a fresh process. With
 bubblewrap (``bwrap``, Debian's package ``bubblewrap``) that process sees:
 
-* the machine's files read-only, the GPU's device files, a fresh empty ``/tmp``;
+* the machine's files read-only, the GPU's device files, a fresh empty ``/tmp``, and
+  only its own processes (a ``/proc`` of its own);
 * in place of each *hidden* folder (the course: its solutions, tests, gradebook, other
   learners' submissions), an empty folder, with only what the part needs put back
   read-only: the Python installation, the folders on its ``sys.path``, and streamlab;
@@ -124,8 +125,11 @@ def wrap(command: list[str], *, hide, keep, cwd: str, bwrap: str) -> list[str]:
     process needs) put back read-only, ``cwd`` writable, a fresh ``/tmp``."""
     hide = sorted({os.path.realpath(h) for h in hide})
     cwd = os.path.realpath(cwd)
+    # a process namespace of its own and a /proc of it: the machine's /proc would show
+    # every other process's view of the files (/proc/PID/root, /proc/PID/cwd), which
+    # leads past the hidden folders (a cheat read the course's tests that way)
     args = [bwrap, "--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev",
-            "--tmpfs", "/tmp", "--die-with-parent"]
+            "--unshare-pid", "--proc", "/proc", "--tmpfs", "/tmp", "--die-with-parent"]
     hidden = ["/tmp"] + hide
     for h in hide:
         args += ["--tmpfs", h]
