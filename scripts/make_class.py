@@ -11,7 +11,8 @@ the answers the course's tests keep (tests/wrong_solutions/), cycled through in 
 * each right answer in other words (full marks);
 * each wrong answer whose function no other part's check uses (its part scores nothing,
   the others full marks);
-* cheats: a replaced check (every part nothing: the guard sees it before each check), a
+* cheats: the lab's check cells rewritten to pass (nothing: the grader restores them), a
+  replaced check (every part nothing: the guard sees it before each check), a
   part's answer read from the course's solutions (that part nothing), an escape that
   looks for the other learners' submissions and the gradebook around its folder and runs
   any answer it finds (that part nothing);
@@ -128,6 +129,11 @@ def kinds(lab: str) -> list[tuple[str, dict, dict]]:
         scores = dict.fromkeys(points, 0.0) if scope == "all" else \
             dict(full, **{part_of_first: 0.0})
         out.append((name, dict(solution, **{first: cell}), scores))
+    # the lab's own checks rewritten to pass, over the untouched copy: the grader restores
+    # them (hidden tests included), as nbgrader does
+    out.append(("cheat: rewrites the checks",
+                {part: f"print('Part {part[-1]}: passed')" for part in points},
+                dict.fromkeys(points, 0.0)))
     for name, body in (("hangs", HANG), ("ends its process", CRASH)):
         out.append((name, dict(solution, **{first: gutted(solution[first], body)}),
                     dict(full, **{part_of_first: 0.0})))

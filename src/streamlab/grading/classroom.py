@@ -6,7 +6,9 @@
 Run from the course's folder (where ``nbgrader_config.py`` is), once the learners'
 notebooks are in ``submitted/<learner>/LAB/``:
 
-1. **Judged on the workers.** Each submitted notebook becomes one ``dask.distributed``
+1. **Judged on the workers.** nbgrader's own autograde first restores each submitted
+   notebook as it would before grading it (the lab's checks, hidden tests and locked
+   cells over the learner's copy: :func:`prepare`). Each becomes one ``dask.distributed``
    task (:func:`judge`). The worker writes the notebook into a scratch folder of its own,
    which holds nothing else, and judges each graded part there in the fresh-process
    grader (:func:`streamlab.grading.run_part`: a process per part, a time limit per part,
@@ -45,12 +47,15 @@ class ClassError(RuntimeError):
     """The class cannot be graded as asked; the message says what to do."""
 
 
-def judge(name: str, notebook: str, *, timeout: float = 300, sandbox: str = "auto",
-          hide=(), protect=()) -> dict:
-    """Judge one submitted notebook (its JSON text) part by part; what each graded cell
-    shows, as the grader writes it into the notebook. A Dask task: plain arguments in,
-    a plain dict out. ``hide``, ``protect``: as :func:`~streamlab.grading.run_part`
-    takes them (the course's folders), besides the worker's other scratch folders."""
+def judge(name: str, notebook: str, *, submitted: str | None = None, timeout: float = 300,
+          sandbox: str = "auto", hide=(), protect=()) -> dict:
+    """Judge one notebook part by part; what each graded cell shows, as the grader writes
+    it into the notebook. ``notebook``: its JSON text as nbgrader's autograde restored it
+    (the lab's own checks and locked cells, hidden tests included: a learner's edits to
+    them count for nothing); ``submitted``: the learner's own file, which alone is put in
+    the part's folder (default: ``notebook``). A Dask task: plain arguments in, a plain
+    dict out. ``hide``, ``protect``: as :func:`~streamlab.grading.run_part` takes them
+    (the course's folders), besides the worker's other scratch folders."""
     import nbformat
 
     from . import cell_outputs, graded_cells, plan, run_part
@@ -59,7 +64,8 @@ def judge(name: str, notebook: str, *, timeout: float = 300, sandbox: str = "aut
     root = _scratch_root()
     work = tempfile.mkdtemp(prefix="submission-", dir=root)
     try:
-        (Path(work) / Path(name).name).write_text(notebook)
+        (Path(work) / Path(name).name).write_text(notebook if submitted is None
+                                                  else submitted)
         cells = plan(nb)
         parts, how = {}, ""
         for count, cell in enumerate(graded_cells(nb), 1):
@@ -134,14 +140,19 @@ def judge_class(course: Path, lab: str, *, client, timeout: float = 300,
     from . import course_paths
 
     found = submissions(course, lab)
+    restored = prepare(course, lab, db=db)
     hide, protect = course_paths(str(course), "solutions",
                                  db or f"sqlite:///{course / 'gradebook.db'}")
     # keys of this run's own: a long-lived cluster never hands back an earlier judgement
     run = secrets.token_hex(4)
-    futures = {client.submit(judge, name, path.read_text(), timeout=timeout,
-                             sandbox=sandbox, hide=hide, protect=protect,
+    futures = {client.submit(judge, name, restored[name], submitted=path.read_text(),
+                             timeout=timeout, sandbox=sandbox, hide=hide, protect=protect,
                              key=f"judge-{lab}-{name}-{run}", pure=False): name
-               for name, path in found.items()}
+               for name, path in found.items() if name in restored}
+    unread = sorted(set(found) - set(restored))
+    if unread:  # nbgrader could not read them: the writer's autograde says why, as serially
+        print(f"streamlab.grading class: nbgrader could not restore {', '.join(unread)}; "
+              f"they are not judged (nbgrader's log says why)", file=sys.stderr)
     results = {}
     for done, future in enumerate(as_completed(futures), 1):
         name = futures[future]
@@ -167,21 +178,38 @@ def _bar(done: int, total: int, width: int = 40) -> None:
           file=sys.stderr, flush=True)
 
 
+def _nbgrader(course: Path, *args: str, db: str | None = None) -> None:
+    done = subprocess.run([sys.executable, "-m", "nbgrader", *args,
+                           *([f"--db={db}"] if db else [])], cwd=course, text=True,
+                          capture_output=True)
+    if done.returncode != 0:
+        raise ClassError(f"nbgrader {args[0]} failed (exit status {done.returncode}):\n"
+                         + (done.stderr or done.stdout)[-3000:])
+
+
+def prepare(course: Path, lab: str, *, db: str | None = None) -> dict[str, str]:
+    """Every submission of ``lab`` as nbgrader's autograde restores it before it runs
+    anything (the lab's own checks, hidden tests and locked cells over the learner's
+    copy): ``learner/notebook`` -> its JSON text. nbgrader's own pipeline does it
+    (``GradeInFreshProcesses.prepare``), so the workers judge what a serial autograde
+    would; until the judgements are written, the gradebook shows each part not judged."""
+    folder = course / ".grading" / f"{lab}-restored"
+    shutil.rmtree(folder, ignore_errors=True)
+    _nbgrader(course, "autograde", lab, "--create", "--force",
+              f"--GradeInFreshProcesses.prepare={folder}", db=db)
+    return {f"{p.parent.name}/{p.name}": p.read_text()
+            for p in sorted(folder.glob("*/*.ipynb"))}
+
+
 def write_grades(course: Path, lab: str, results: dict, *, db: str | None = None) -> Path:
     """nbgrader's autograde with the judged outputs (one writer), then nbgrader export:
     the path of grades.csv."""
     path = course / ".grading" / f"{lab}.json"
     path.parent.mkdir(exist_ok=True)
     path.write_text(json.dumps(results))
-    db_args = [f"--db={db}"] if db else []
-    nbgrader = [sys.executable, "-m", "nbgrader"]
-    for args in (["autograde", lab, "--create", "--force",
-                  f"--GradeInFreshProcesses.judged={path}"], ["export"]):
-        done = subprocess.run([*nbgrader, *args, *db_args], cwd=course, text=True,
-                              capture_output=True)
-        if done.returncode != 0:
-            raise ClassError(f"nbgrader {args[0]} failed (exit status {done.returncode}):\n"
-                             + (done.stderr or done.stdout)[-3000:])
+    _nbgrader(course, "autograde", lab, "--create", "--force",
+              f"--GradeInFreshProcesses.judged={path}", db=db)
+    _nbgrader(course, "export", db=db)
     return course / "grades.csv"
 
 

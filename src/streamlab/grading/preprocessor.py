@@ -42,8 +42,14 @@ class GradeInFreshProcesses(NbGraderPreprocessor):
     judged = Unicode("", help="A results file of streamlab.grading.classroom: take each "
                      "graded cell's output from it instead of running the part "
                      "here.").tag(config=True)
+    prepare = Unicode("", help="A folder: write each notebook there as nbgrader restored "
+                      "it (the lab's own graded and locked cells, hidden tests included), "
+                      "for streamlab.grading.classroom to judge, and grade nothing "
+                      "here.").tag(config=True)
 
     def preprocess(self, nb, resources):
+        if self.prepare:
+            return self._prepared(nb, resources), resources
         if self.judged:
             return self._from_judged(nb, resources), resources
         cwd = resources.get("metadata", {}).get("path") or os.getcwd()
@@ -67,6 +73,22 @@ class GradeInFreshProcesses(NbGraderPreprocessor):
             cell.outputs = cell_outputs(verdict)
             cell.execution_count = count
         return nb, resources
+
+    def _prepared(self, nb, resources):
+        """Write ``nb`` as nbgrader restored it (see ``prepare``); each graded cell then
+        shows that it was not judged, so that a class stopped before its judgements are
+        written scores nothing rather than full marks."""
+        import nbformat
+
+        info = resources.get("nbgrader", {})
+        folder = os.path.join(self.prepare, str(info.get("student")))
+        os.makedirs(folder, exist_ok=True)
+        nbformat.write(nb, os.path.join(folder, f"{info.get('notebook')}.ipynb"))
+        for cell in graded_cells(nb):
+            cell.outputs = [from_dict({
+                "output_type": "error", "ename": "NotJudged", "traceback": [],
+                "evalue": "not judged yet: python -m streamlab.grading class judges it"})]
+        return nb
 
     def _from_judged(self, nb, resources):
         """Each graded cell's output as a worker judged it (see ``judged``)."""
