@@ -268,3 +268,35 @@ def test_a_submission_reads_nothing_of_another_being_judged(tmp_path, mode):
         reachable = tempfile.mkdtemp(prefix="not-a-class-")
         assert marker in shown_with_the_answer_in(reachable), \
             "the cheat did not find the answer even within its reach: this test proves nothing"
+
+
+def test_a_submission_that_kills_its_grader_scores_nothing_and_stops_no_class(tmp_path):
+    """Without a sandbox a part can kill the process that judges it (a Dask worker): Dask
+    gives up on that task once its workers die judging it, and the class goes on; that
+    submission scores nothing, and says why. (In bubblewrap the part cannot see it.)"""
+    import dask
+    from dask.distributed import Client, LocalCluster
+    from labtools import cells_of, course, filled, notebook
+
+    from streamlab.grading.classroom import judge_class
+
+    needs_nbgrader()
+    course(tmp_path, LAB)
+    solution = cells_of(LAB, "solution")
+    first = next(iter(solution))
+    killer = make_class.gutted(solution[first], "import os, signal\n"
+                               "os.kill(os.getppid(), signal.SIGKILL)")
+    for learner, cells in (("ada", solution), ("eve", dict(solution, **{first: killer}))):
+        path = tmp_path / "submitted" / learner / LAB / f"{LAB}.ipynb"
+        path.parent.mkdir(parents=True)
+        path.write_text(__import__("nbformat").writes(filled(notebook("labs", LAB), cells)))
+    with dask.config.set({"distributed.scheduler.allowed-failures": 1}), \
+            LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                         dashboard_address=None) as cluster, Client(cluster) as client:
+        results = judge_class(tmp_path, LAB, client=client, timeout=TIMEOUT, sandbox="off",
+                              progress=False)["results"]
+    ada, eve = results[f"ada/{LAB}.ipynb"], results[f"eve/{LAB}.ipynb"]
+    assert all(p["passed"] for p in ada["parts"].values()), ada
+    assert not any(p["passed"] for p in eve["parts"].values()), eve
+    shown = [o for p in eve["parts"].values() for o in p["outputs"]]
+    assert any("could not judge this notebook" in o.get("evalue", "") for o in shown), shown

@@ -158,7 +158,10 @@ def judge_class(course: Path, lab: str, *, client, timeout: float = 300,
         name = futures[future]
         if name in results:  # never: each future is one submission
             raise ClassError(f"{name} came back twice")
-        results[name] = future.result()
+        try:
+            results[name] = future.result()
+        except Exception as e:  # noqa: BLE001  (one submission must not stop the class)
+            results[name] = _not_judged(name, restored[name], e)
         if progress:
             _bar(done, len(futures))
     if progress:
@@ -170,6 +173,26 @@ def judge_class(course: Path, lab: str, *, client, timeout: float = 300,
               f"the learners' code was kept from the course's files by the grader's audit "
               f"hook alone, which code below Python (ctypes) can get past", file=sys.stderr)
     return {"version": RESULTS_VERSION, "lab": lab, "results": results}
+
+
+def _not_judged(name: str, notebook: str, error: BaseException) -> dict:
+    """A submission whose judging failed on every try (Dask gives up on a task whose
+    workers died judging it, as a part that kills its grader makes them): each part
+    scores nothing, and says why."""
+    import nbformat
+
+    from . import Verdict, cell_outputs, graded_cells
+
+    verdict = Verdict(False, f"the grader's workers could not judge this notebook "
+                      f"({type(error).__name__}: {error}): code that kills or stops the "
+                      f"grader cannot pass", kind="NotJudged")
+    print(f"streamlab.grading class: {name} could not be judged: {type(error).__name__}: "
+          f"{error}", file=sys.stderr)
+    return {"name": name, "sandbox": "", "worker_pid": None, "parts": {
+        cell.metadata["nbgrader"]["grade_id"]: {"outputs": cell_outputs(verdict),
+                                                 "execution_count": count, "passed": False}
+        for count, cell in enumerate(graded_cells(nbformat.reads(notebook, as_version=4)),
+                                     1)}}
 
 
 def _bar(done: int, total: int, width: int = 40) -> None:
