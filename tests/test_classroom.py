@@ -255,8 +255,8 @@ def test_a_submission_reads_nothing_of_another_being_judged(tmp_path, mode):
         with open(os.path.join(sub, f"{LAB}.ipynb"), "w") as f:
             f.write(right)
         try:
-            result = classroom.judge(f"{LAB}.ipynb", cheat, timeout=TIMEOUT, sandbox=mode,
-                                     hide=[str(ROOT)])
+            result = classroom.judge(f"{LAB}.ipynb", cheat, submitted=cheat,
+                                     timeout=TIMEOUT, sandbox=mode, hide=[str(ROOT)])
         finally:
             shutil.rmtree(folder, ignore_errors=True)
         return "".join(o.get("text", "") for r in result["parts"].values()
@@ -300,3 +300,29 @@ def test_a_submission_that_kills_its_grader_scores_nothing_and_stops_no_class(tm
     assert not any(p["passed"] for p in eve["parts"].values()), eve
     shown = [o for p in eve["parts"].values() for o in p["outputs"]]
     assert any("could not judge this notebook" in o.get("evalue", "") for o in shown), shown
+
+
+def test_the_parts_folder_holds_the_learners_own_file_not_the_restored_one(tmp_path):
+    """The worker judges the notebook as nbgrader restored it (hidden tests in its check
+    cells), but the file beside the learner's code is their own: nothing to read there."""
+    import nbformat
+    from labtools import cells_of, filled, notebook
+
+    from streamlab.grading.classroom import judge
+
+    needs_nbgrader()
+    solution = cells_of(LAB, "solution")
+    first = next(iter(solution))
+    look = (f"print('the folder holds', sorted(__import__('os').listdir('.')), "
+            f"'secret' if 'a hidden' + ' test' in open('{LAB}.ipynb').read() "
+            f"else 'no secret')\n")
+    mine = filled(notebook("labs", LAB), dict(solution, **{first: look + solution[first]}))
+    restored = nbformat.reads(nbformat.writes(mine), as_version=4)  # a copy
+    for cell in restored.cells:
+        if cell.get("metadata", {}).get("nbgrader", {}).get("grade"):
+            cell.source += "\n# a hidden test"
+    result = judge(f"{LAB}.ipynb", nbformat.writes(restored), submitted=nbformat.writes(mine),
+                   timeout=TIMEOUT, hide=[str(ROOT)])
+    shown = "".join(o.get("text", "") for p in result["parts"].values() for o in p["outputs"])
+    assert f"the folder holds ['{LAB}.ipynb'] no secret" in shown, shown
+    assert all(p["passed"] for p in result["parts"].values()), result

@@ -47,13 +47,13 @@ class ClassError(RuntimeError):
     """The class cannot be graded as asked; the message says what to do."""
 
 
-def judge(name: str, notebook: str, *, submitted: str | None = None, timeout: float = 300,
+def judge(name: str, notebook: str, *, submitted: str, timeout: float = 300,
           sandbox: str = "auto", hide=(), protect=()) -> dict:
     """Judge one notebook part by part; what each graded cell shows, as the grader writes
     it into the notebook. ``notebook``: its JSON text as nbgrader's autograde restored it
     (the lab's own checks and locked cells, hidden tests included: a learner's edits to
     them count for nothing); ``submitted``: the learner's own file, which alone is put in
-    the part's folder (default: ``notebook``). A Dask task: plain arguments in, a plain
+    the part's folder (never the restored one: its hidden tests would be in reach). A Dask task: plain arguments in, a plain
     dict out. ``hide``, ``protect``: as :func:`~streamlab.grading.run_part` takes them
     (the course's folders), besides the worker's other scratch folders."""
     import nbformat
@@ -64,8 +64,7 @@ def judge(name: str, notebook: str, *, submitted: str | None = None, timeout: fl
     root = _scratch_root()
     work = tempfile.mkdtemp(prefix="submission-", dir=root)
     try:
-        (Path(work) / Path(name).name).write_text(notebook if submitted is None
-                                                  else submitted)
+        (Path(work) / Path(name).name).write_text(submitted)
         cells = plan(nb)
         parts, how = {}, ""
         for count, cell in enumerate(graded_cells(nb), 1):
