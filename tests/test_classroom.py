@@ -109,6 +109,15 @@ def test_bad_input_to_the_class_grader_gets_a_clear_error(tmp_path):
         grade_class(tmp_path, LAB, workers=0, progress=False)
 
 
+def test_a_class_without_dask_gets_a_clear_error(tmp_path, monkeypatch):
+    from streamlab.grading.classroom import ClassError, grade_class
+
+    (tmp_path / "nbgrader_config.py").write_text("")
+    monkeypatch.setitem(sys.modules, "dask.distributed", None)  # as if not installed
+    with pytest.raises(ClassError, match=r"pip install 'dask\[distributed\]'"):
+        grade_class(tmp_path, LAB, workers=1, progress=False)
+
+
 def test_judged_outputs_that_do_not_match_the_notebook_are_refused(tmp_path):
     """The writer takes each graded cell's output from the workers' results: a results
     file of another version, or without this learner, stops it with what to do."""
@@ -274,13 +283,15 @@ def test_a_submission_that_kills_its_grader_scores_nothing_and_stops_no_class(tm
     """Without a sandbox a part can kill the process that judges it (a Dask worker): Dask
     gives up on that task once its workers die judging it, and the class goes on; that
     submission scores nothing, and says why. (In bubblewrap the part cannot see it.)"""
-    import dask
-    from dask.distributed import Client, LocalCluster
     from labtools import cells_of, course, filled, notebook
+
+    needs_nbgrader()
+    dask = pytest.importorskip("dask", reason="Dask is not installed on this machine: "
+                               "pip install -e '.[test]'")
+    from dask.distributed import Client, LocalCluster
 
     from streamlab.grading.classroom import judge_class
 
-    needs_nbgrader()
     course(tmp_path, LAB)
     solution = cells_of(LAB, "solution")
     first = next(iter(solution))

@@ -111,8 +111,13 @@ def submissions(course: Path, lab: str) -> dict[str, Path]:
 
 
 def _client(workers: int, scheduler: str | None, gpus: bool):
-    from dask.distributed import Client, LocalCluster
-
+    if not (scheduler or gpus) and workers < 1:
+        raise ClassError(f"--workers {workers}: grade with at least one worker")
+    try:
+        from dask.distributed import Client, LocalCluster
+    except ImportError:
+        raise ClassError("grading a class needs Dask's distributed scheduler: pip install "
+                         "'dask[distributed]' (the course's test extras have it)") from None
     if scheduler:
         return Client(scheduler)
     if gpus:
@@ -122,8 +127,6 @@ def _client(workers: int, scheduler: str | None, gpus: bool):
             raise ClassError("--gpus needs dask_cuda (pip install dask-cuda), which gives "
                              "one worker per GPU") from None
         return Client(LocalCUDACluster(threads_per_worker=1))
-    if workers < 1:
-        raise ClassError(f"--workers {workers}: grade with at least one worker")
     return Client(LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                dashboard_address=None))
 
