@@ -2,6 +2,8 @@
 
     python scripts/run_notebooks.py [--json PATH] [--repeat N] [NOTEBOOK ...]
     (default: notebooks/*.ipynb, then solutions/*/*.ipynb)
+    python scripts/run_notebooks.py --combine A.json B.json ... --json PATH
+    (runs nothing: each notebook's runs in A, then in B, ..., as one result)
 
 Each notebook runs top to bottom in a fresh kernel (nbclient), in its own folder, and
 is saved with its outputs. A lesson's last code cell, tagged ``headline``, prints
@@ -147,6 +149,23 @@ def repeated(runs: list[dict]) -> dict:
     return result
 
 
+def combine(parts: list[dict]) -> dict:
+    """Several results files of the same code on the same GPU (calls that each fit one
+    command's time) as one: each notebook's runs in the order given, failed if any failed.
+    A notebook's result that is the same object in two parts (a part merged from an
+    earlier one with ``--merge``) counts once."""
+    out: dict[str, list] = {}
+    seen: dict[str, list] = {}
+    for part in parts:
+        for name, result in part.items():
+            if any(result == s for s in seen.get(name, [])):
+                continue
+            seen.setdefault(name, []).append(result)
+            out.setdefault(name, []).extend(
+                result.get("runs") or [{k: v for k, v in result.items() if k != "runs"}])
+    return {name: repeated(runs) for name, runs in out.items()}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("notebooks", nargs="*", type=Path)
@@ -156,7 +175,24 @@ def main() -> int:
                     help="run each notebook N times in a row (the last run is saved)")
     ap.add_argument("--merge", type=Path, help="results of an earlier run (JSON) that this "
                     "run's results update: a run in parts writes one page")
+    ap.add_argument("--combine", type=Path, nargs="+", metavar="JSON",
+                    help="run nothing: write the runs of these results files (in order) "
+                    "as one, to --json")
     a = ap.parse_args()
+    if a.combine:
+        if a.notebooks or not a.json:
+            print("--combine takes results files and --json (where to write), no notebooks",
+                  file=sys.stderr)
+            return 2
+        try:
+            parts = [json.loads(p.read_text()) for p in a.combine]
+        except (OSError, json.JSONDecodeError) as exc:
+            print(f"--combine: {exc}: give the JSON files run_notebooks.py wrote",
+                  file=sys.stderr)
+            return 2
+        results = combine(parts)
+        a.json.write_text(json.dumps(results, indent=1))
+        return 0 if all(r["error"] is None for r in results.values()) else 1
     paths = [p.resolve() for p in a.notebooks] or (
         sorted((ROOT / "notebooks").glob("[0-9][0-9]__*.ipynb"))
         + sorted((ROOT / "solutions").glob("lab*/lab*.ipynb")))
