@@ -22,13 +22,13 @@
 # On the course's GPU test machine, which reaches no package index, first fetch the
 # missing wheels here with ../shared/tools/gpu-wheels.sh .whl and carry .whl along.
 # One command may run 10 minutes at most on the course's GPU machines. A whole notebooks
-# run took about 10 minutes on an H100 (the capstone 2 to 2.5 of them per copy), so with
-# REPEAT=3 run it in five parts, each under 10 minutes there: PART=nb1 (lessons 00-04),
+# run took 6 to 10 minutes on an H100 and an H200 (the capstone 1 to 2.5 of them per copy,
+# 2026-11-24 to 26), so with REPEAT=3 run it in five parts, each under 10 minutes there: PART=nb1 (lessons 00-04),
 # nb2 (lessons 05-09), nb3 (the lab solutions), nb4 (the capstone's solved copy), nb5 (the
 # capstone's learner copy), each with NOTEBOOKS_JSON=the previous part's notebooks.json so
 # that the last part's JSON holds them all.
-# The tests part runs the whole suite in GPU mode, one worker; its length on a GPU is not
-# yet measured. In two parts: PART=t1 (the exercises' and labs' kept answers, 286 tests)
+# The tests part runs the whole suite in GPU mode, one worker: about 4 minutes of pytest on
+# an H100 or an H200 (2026-11-26), 5 with the benchmark and the model. In two parts: PART=t1 (the exercises' and labs' kept answers, 286 tests)
 # then PART=t2 EARLIER=t1's $OUT NOTEBOOKS_JSON=the notebooks' JSON (the other 614, and the
 # page from both).
 set -uo pipefail
