@@ -217,11 +217,20 @@ def test_a_claim_that_cannot_fail_is_found():
 
 
 def test_the_capstone_pipeline_held_its_bound_in_three_gpu_runs_in_a_row():
-    """Issue 13: the capstone's pipeline is within 10 % of its bound, run after run. The
-    page is written by scripts/gpu-check.sh (REPEAT=3) from the runs themselves."""
-    page = (ROOT / "docs" / "gpu-results.md").read_text()
-    section = page[page.index("__capstone__streamed_pipeline.ipynb]"):]
-    assert re.search(r"ran: (\d+) runs in a row", section), "the capstone was not run repeatedly"
-    ratios = [float(v) for v in
-              re.search(r"^- pipelined / bound: (.+)$", section, re.M).group(1).split(" · ")]
-    assert len(ratios) >= 3 and all(abs(r - 1) <= 0.10 for r in ratios), ratios
+    """Issue 13: the capstone's pipeline is within 10 % of its bound, run after run, in
+    the GPU runs kept in docs/runs/results/ (which docs/gpu-results.md shows): three runs
+    in a row at least on one GPU, and every kept run of it within the 10 %."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import gpu_results
+
+    name = "notebooks/10__capstone__streamed_pipeline.ipynb"
+    longest, ratios = 0, []
+    for record in gpu_results.kept_records():
+        if name not in record["notebooks"]:
+            continue
+        result = record["notebooks"][name]
+        runs = result.get("runs") or [result]
+        longest = max(longest, len(runs))
+        ratios += [float(v) for r in runs for k, v in r["headline"] if k == "pipelined / bound"]
+    assert longest >= 3, "the capstone was not run three times in a row on any GPU"
+    assert ratios and all(abs(r - 1) <= 0.10 for r in ratios), ratios
