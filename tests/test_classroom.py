@@ -11,7 +11,9 @@ import signal
 import sys
 import threading
 import time
+from pathlib import Path
 
+import nbformat
 import pytest
 from labtools import ROOT, needs_nbgrader, nbgrader
 
@@ -337,3 +339,27 @@ def test_the_parts_folder_holds_the_learners_own_file_not_the_restored_one(tmp_p
     shown = "".join(o.get("text", "") for p in result["parts"].values() for o in p["outputs"])
     assert f"the folder holds ['{LAB}.ipynb'] no secret" in shown, shown
     assert all(p["passed"] for p in result["parts"].values()), result
+
+
+def test_a_class_prepared_from_a_relative_path_is_read_back_for_workers_elsewhere(
+        tmp_path, monkeypatch):
+    """prepare() runs nbgrader inside the course folder: given a relative path it once
+    wrote the restored notebooks one folder too deep (course/course/.grading), where
+    prepared() (the workers' side, on a machine without nbgrader) found nothing."""
+    from labtools import course, notebook
+
+    from streamlab.grading.classroom import ClassError, prepare, prepared
+
+    needs_nbgrader()
+    (tmp_path / "c").mkdir()
+    course(tmp_path / "c", LAB)
+    (tmp_path / "c" / "submitted" / "ada" / LAB).mkdir(parents=True)
+    nbformat.write(notebook("labs", LAB),
+                   tmp_path / "c" / "submitted" / "ada" / LAB / f"{LAB}.ipynb")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ClassError, match="nothing prepared"):
+        prepared(Path("c"), LAB)
+    restored = prepare(Path("c"), LAB)
+    assert list(restored) == [f"ada/{LAB}.ipynb"]
+    assert prepared(Path("c"), LAB) == restored
+    assert not (tmp_path / "c" / "c").exists()

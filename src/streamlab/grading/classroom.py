@@ -24,8 +24,9 @@ notebooks are in ``submitted/<learner>/LAB/``:
 
 Workers: ``--workers N`` (default 2) starts a ``LocalCluster`` of N processes here, on
 the simulator or on this machine's GPU; ``--gpus`` starts ``dask_cuda``'s
-``LocalCUDACluster``, one worker per GPU, each seeing its own GPU alone (a timing check
-needs a GPU to itself); ``--scheduler ADDRESS`` uses a running cluster, whose workers
+``LocalCUDACluster``, one worker per GPU: it puts each worker's own GPU first in that
+worker's ``CUDA_VISIBLE_DEVICES``, so the parts a worker runs use its GPU and no other
+worker's (a timing check needs a GPU to itself); ``--scheduler ADDRESS`` uses a running cluster, whose workers
 must have the course's Python environment.
 """
 
@@ -132,17 +133,21 @@ def _client(workers: int, scheduler: str | None, gpus: bool):
 
 
 def judge_class(course: Path, lab: str, *, client, timeout: float = 300,
-                sandbox: str = "auto", db: str | None = None, progress: bool = True) -> dict:
+                sandbox: str = "auto", db: str | None = None, progress: bool = True,
+                restored: dict[str, str] | None = None) -> dict:
     """Every submission of ``lab`` judged on ``client``'s workers; the results file's
     content (each ``learner/notebook`` once). The course's folders are hidden and its
     solutions and gradebook (``db``, nbgrader's db_url) protected, as the serial grader
-    does."""
+    does. ``restored``: the notebooks as :func:`prepare` gave them (:func:`prepared`
+    reads them back), where nbgrader restored them on another machine; else
+    :func:`prepare` runs here."""
     from dask.distributed import as_completed
 
     from . import course_paths
 
     found = submissions(course, lab)
-    restored = prepare(course, lab, db=db)
+    if restored is None:
+        restored = prepare(course, lab, db=db)
     hide, protect = course_paths(str(course), "solutions",
                                  db or f"sqlite:///{course / 'gradebook.db'}")
     # keys of this run's own: a long-lived cluster never hands back an earlier judgement
@@ -218,6 +223,7 @@ def prepare(course: Path, lab: str, *, db: str | None = None) -> dict[str, str]:
     copy): ``learner/notebook`` -> its JSON text. nbgrader's own pipeline does it
     (``GradeInFreshProcesses.prepare``), so the workers judge what a serial autograde
     would; until the judgements are written, the gradebook shows each part not judged."""
+    course = Path(course).resolve()  # nbgrader runs in it: a relative path would nest
     folder = course / ".grading" / f"{lab}-restored"
     shutil.rmtree(folder, ignore_errors=True)
     _nbgrader(course, "autograde", lab, "--create", "--force",
@@ -226,9 +232,23 @@ def prepare(course: Path, lab: str, *, db: str | None = None) -> dict[str, str]:
             for p in sorted(folder.glob("*/*.ipynb"))}
 
 
+def prepared(course: Path, lab: str) -> dict[str, str]:
+    """What :func:`prepare` wrote for ``lab``, read back (``learner/notebook`` -> JSON
+    text): the workers can then judge on a machine without nbgrader (a GPU machine), and
+    :func:`write_grades` write the grades where nbgrader is."""
+    folder = Path(course) / ".grading" / f"{lab}-restored"
+    found = {f"{p.parent.name}/{p.name}": p.read_text()
+             for p in sorted(folder.glob("*/*.ipynb"))}
+    if not found:
+        raise ClassError(f"nothing prepared in {folder}: run prepare() (nbgrader's "
+                         f"autograde restores each submission) for {lab} first")
+    return found
+
+
 def write_grades(course: Path, lab: str, results: dict, *, db: str | None = None) -> Path:
     """nbgrader's autograde with the judged outputs (one writer), then nbgrader export:
     the path of grades.csv."""
+    course = Path(course).resolve()
     path = course / ".grading" / f"{lab}.json"
     path.parent.mkdir(exist_ok=True)
     path.write_text(json.dumps(results))
