@@ -10,13 +10,27 @@ grades, and a grading that misses one stops the benchmark. Prints a table (Markd
 --out writes it, with the machine it ran on, to a page (docs/class-grading.md). Needs
 the test tools (nbgrader, Dask). On a GPU machine the workers grade on its GPU (one
 worker per GPU: --gpus).
+
+In three stages, for a GPU machine that has Dask but no nbgrader (the course's): nbgrader
+restores the submissions here, the workers judge them there, nbgrader writes and checks
+the grades here again:
+
+    python benchmarks/class_grading.py --stage prepare --dir D [--n 40] [--labs ...]
+    python benchmarks/class_grading.py --stage judge --dir D [--workers 1 2] [--gpus 1 2]
+    python benchmarks/class_grading.py --stage finish --dir D [--out PATH]
+
+The judge stage times the judging alone (D/judged.json: each way's seconds and results);
+the finish stage writes each way's grades with nbgrader (one writer, timed here) and
+checks every one against the expected grades before it prints the table.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -39,20 +53,171 @@ def check(course: Path, labs, how: str) -> None:
             raise SystemExit(f"{how} graded {lab} wrongly (got, expected): {wrong}")
 
 
+def _gpu_client(n: int):
+    """A Dask client with one worker for each of the first ``n`` GPUs (dask_cuda)."""
+    from dask.distributed import Client
+    from dask_cuda import LocalCUDACluster
+
+    return Client(LocalCUDACluster(CUDA_VISIBLE_DEVICES=list(range(n)), threads_per_worker=1,
+                                   dashboard_address=None))
+
+
+def stage_prepare(d: Path, n: int, labs: list[str]) -> None:
+    import make_class
+
+    from streamlab.grading.classroom import prepare
+
+    if d.exists():
+        raise SystemExit(f"{d} exists: give --dir a new folder")
+    make_class.make_class(d / "class", n, labs)
+    for lab in labs:
+        prepare(d / "class", lab)
+    (d / "stage.json").write_text(json.dumps({"n": n, "labs": labs}))
+    print(f"prepared {n} submissions of each of {', '.join(labs)} in {d / 'class'}")
+
+
+def _stage(d: Path) -> dict:
+    try:
+        return json.loads((d / "stage.json").read_text())
+    except OSError:
+        raise SystemExit(f"{d} holds no prepared class: run --stage prepare --dir {d} "
+                         f"first") from None
+
+
+def stage_judge(d: Path, workers: list[int], gpus: list[int], timeout: float) -> None:
+    from dask.distributed import Client, LocalCluster
+
+    import streamlab
+    from streamlab.grading.classroom import judge_class, prepared
+
+    stage = _stage(d)
+    course = d / "class"
+    ways = [(f"Dask, {w} worker{'s' if w > 1 else ''}", lambda w=w: Client(LocalCluster(
+        n_workers=w, threads_per_worker=1, processes=True, dashboard_address=None)))
+        for w in workers]
+    ways += [(f"Dask, one worker per GPU, {g} GPU{'s' if g > 1 else ''}",
+              lambda g=g: _gpu_client(g)) for g in gpus]
+    runs = []
+    for how, make in ways:
+        client = make()
+        try:
+            client.wait_for_workers(1)
+            t0 = time.perf_counter()
+            results = {lab: judge_class(course, lab, client=client, timeout=timeout,
+                                        progress=False, restored=prepared(course, lab))
+                       for lab in stage["labs"]}
+            seconds = time.perf_counter() - t0
+        finally:
+            cluster = client.cluster
+            client.close()
+            cluster.close()
+        runs.append({"how": how, "seconds": seconds, "results": results})
+        print(f"{how}: {seconds:.1f} s", flush=True)
+    (d / "judged.json").write_text(json.dumps({
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "cores": os.cpu_count(), "machine": platform.machine(),
+        "python": platform.python_version(), "timeout": timeout,
+        "device": ("Numba's CUDA simulator" if streamlab.on_simulator()
+                   else streamlab.device_name()),
+        "visible": 0 if streamlab.on_simulator() else _visible(),
+        "runs": runs}))
+
+
+def _visible() -> int:
+    from numba import cuda
+
+    return len(cuda.gpus)
+
+
+def stage_finish(d: Path, out: Path | None, record: Path | None, argv) -> None:
+    from streamlab.grading.classroom import write_grades
+
+    stage = _stage(d)
+    try:
+        judged = json.loads((d / "judged.json").read_text())
+    except OSError:
+        raise SystemExit(f"{d} holds no judged.json: run --stage judge --dir {d}") from None
+    total = stage["n"] * len(stage["labs"])
+    rows = []
+    for run in judged["runs"]:
+        course = d / ("graded-" + run["how"].replace(" ", "_").replace(",", ""))
+        shutil.rmtree(course, ignore_errors=True)
+        shutil.copytree(d / "class", course)
+        t0 = time.perf_counter()
+        for lab in stage["labs"]:
+            write_grades(course, lab, run["results"][lab])
+        wrote = time.perf_counter() - t0
+        check(course, stage["labs"], run["how"])
+        rows.append((run["how"], run["seconds"], wrote))
+    one = rows[0][1]
+    # a judged.json of before "visible" was kept: the most GPUs one of its ways used
+    visible = judged.get("visible") or max(
+        [int(m.group(1)) for r in judged["runs"]
+         for m in [re.search(r"(\d+) GPUs?$", r["how"])] if m] or [0])
+    device = f"{visible} x {judged['device']}" if visible > 1 else judged["device"]
+    lines = [f"{total} submissions ({stage['n']} of each of {', '.join(stage['labs'])}), "
+             f"judged on {device} ({judged['cores']} CPU cores, "
+             f"{judged['machine']}, Python {judged['python']}; a part may run "
+             f"{judged['timeout']:g} s, and the class's hangs each cost that), then written "
+             f"by nbgrader and checked here: every grade as expected.", "",
+             "| judging | seconds | submissions per minute | seconds per submission "
+             f"| speed against {rows[0][0]} | nbgrader writing the grades here, seconds |",
+             "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    for how, seconds, wrote in rows:
+        lines.append(f"| {how} | {seconds:.1f} | {60 * total / seconds:.1f} | "
+                     f"{seconds / total:.2f} | {one / seconds:.2f}x | {wrote:.1f} |")
+    table = "\n".join(lines)
+    print(table)
+    if record:
+        record.write_text(json.dumps({
+            "date": judged.get("date") or time.strftime("%Y-%m-%d"), "device": device,
+            "submissions": total, "labs": stage["labs"], "timeout": judged["timeout"],
+            "cores": judged["cores"],
+            "rows": [{"how": how, "seconds": round(seconds, 1), "written_here_s":
+                      round(wrote, 1)} for how, seconds, wrote in rows]}, indent=1) + "\n")
+    if out:
+        out.write_text("# Grading a class on Dask, on GPUs\n\nWritten by "
+                       "`benchmarks/class_grading.py " + " ".join(argv) + f"` on "
+                       f"{time.strftime('%Y-%m-%d')}, from the judge stage's "
+                       "judged.json (kept beside the class run's record, in docs/runs/class/raw/)."
+                       "\n\n" + table + "\n")
+
+
 def main(argv=None) -> int:
     import make_class
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=40, help="submissions per lab")
     ap.add_argument("--labs", nargs="+", default=["lab05__host_functions"])
-    ap.add_argument("--workers", nargs="+", type=int, default=[1, 2])
-    ap.add_argument("--gpus", action="store_true", help="also one worker per GPU")
+    ap.add_argument("--workers", nargs="*", type=int, default=[1, 2],
+                    help="Dask workers of a LocalCluster, one run each (none: --gpus only)")
+    ap.add_argument("--gpus", nargs="*", type=int, default=None, metavar="N",
+                    help="also one worker per GPU (with the judge stage: on the first N "
+                    "GPUs, for each N given)")
+    ap.add_argument("--stage", choices=("prepare", "judge", "finish"),
+                    help="one stage of a run in three (see the top of this file)")
+    ap.add_argument("--dir", type=Path, help="the stages' folder")
+    ap.add_argument("--record", type=Path, help="with --stage finish: also write the run as "
+                    "JSON (kept in docs/runs/class/, shown in docs/gpu-results.md)")
     ap.add_argument("--timeout", type=float, default=10, help="seconds a part may run")
     ap.add_argument("--no-serial", action="store_true", help="skip the serial autograde")
     ap.add_argument("--out", type=Path, help="write the table to this page")
     a = ap.parse_args(argv)
-    if a.n < 1 or any(w < 1 for w in a.workers):
-        ap.error("--n and --workers take 1 or more")
+    if a.n < 1 or any(w < 1 for w in a.workers) or any(g < 1 for g in a.gpus or []):
+        ap.error("--n, --workers and --gpus take 1 or more")
+    if a.stage:
+        if not a.dir:
+            ap.error(f"--stage {a.stage} needs --dir (the stages' folder)")
+        if not (a.workers or a.gpus) and a.stage == "judge":
+            ap.error("--stage judge: give --workers N or --gpus N (how to judge)")
+        if a.stage == "prepare":
+            stage_prepare(a.dir, a.n, a.labs)
+        elif a.stage == "judge":
+            stage_judge(a.dir, a.workers, a.gpus or [], a.timeout)
+        else:
+            stage_finish(a.dir, a.out, a.record, argv if argv is not None else sys.argv[1:])
+        return 0
+    if not a.workers:
+        ap.error("--workers: give at least one number of workers")
     from streamlab.grading.classroom import grade_class
 
     base = Path(tempfile.mkdtemp(prefix="streamlab-class-bench-"))
@@ -61,7 +226,7 @@ def main(argv=None) -> int:
         total = a.n * len(a.labs)
         runs = [(f"Dask, {w} worker{'s' if w > 1 else ''}", dict(workers=w))
                 for w in a.workers]
-        if a.gpus:
+        if a.gpus is not None:
             runs.append(("Dask, one worker per GPU", dict(gpus=True)))
         rows = []
         for how, kw in runs:
