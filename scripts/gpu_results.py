@@ -10,6 +10,7 @@ GPU, driver and versions that its doctor printed) and a page of that run alone. 
 records kept in docs/runs/results/ (one per GPU run) make the course's page:
 
     python scripts/gpu_results.py --from-records docs/runs/results/*.json --out docs/gpu-results.md
+    (with the class grader's runs on GPUs kept in docs/runs/class/)
     python scripts/gpu_results.py --check        (fails if docs/gpu-results.md is not
                                                   what the kept records give)
 
@@ -28,6 +29,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 RECORDS = ROOT / "docs" / "runs" / "results"
+#: runs of the class grader on GPUs (benchmarks/class_grading.py --stage finish --record)
+CLASS_RUNS = ROOT / "docs" / "runs" / "class"
 PAGE = ROOT / "docs" / "gpu-results.md"
 #: what a record's "versions" holds, read from the doctor's lines of the same names
 VERSIONS = ("python", "numba", "numba-cuda", "numpy", "cuda-bindings", "cuda-core",
@@ -141,7 +144,8 @@ def load_record(path) -> dict:
 
 # --- records -> the page -----------------------------------------------------------------
 def label(record) -> str:
-    return f"{record['gpu']}, {record['date']}"
+    many = f"{record['visible']} x " if record.get("visible", 1) > 1 else ""
+    return f"{many}{record['gpu']}, {record['date']}"
 
 
 def summary(tot, notebooks=None) -> list[str]:
@@ -272,7 +276,47 @@ def skipped_section(records) -> list[str]:
     return ["", "## Skipped tests"] + lines if lines else []
 
 
-def page(records) -> str:
+CLASS_KEYS = ("date", "device", "submissions", "labs", "timeout", "cores", "rows")
+
+
+def load_class_run(path) -> dict:
+    run = _json(path, "a class run written by benchmarks/class_grading.py --stage finish "
+                "--record")
+    missing = [k for k in CLASS_KEYS if k not in run]
+    if missing or not run["rows"]:
+        raise RecordError(f"{Path(path).name} lacks {', '.join(missing) or 'rows'}: class "
+                          f"runs are written by benchmarks/class_grading.py --stage finish "
+                          f"--record, from the judge stage's judged.json")
+    return run
+
+
+def kept_class_runs() -> list[dict]:
+    return [load_class_run(p) for p in sorted(CLASS_RUNS.glob("*.json"))]
+
+
+def class_section(runs) -> list[str]:
+    """The class grader on GPUs: each kept run's table (judged there, each grade written
+    by nbgrader and checked against the class's expected grades)."""
+    if not runs:
+        return []
+    lines = ["", "## Grading a class on GPUs (benchmarks/class_grading.py)", "",
+             "Each submission judged by a Dask worker with a GPU of its own (dask_cuda's "
+             "`LocalCUDACluster`); the grades then written by nbgrader, one writer, and every "
+             "one checked against the grade it should get before a row is kept."]
+    for run in sorted(runs, key=lambda r: r["date"]):
+        one = run["rows"][0]["seconds"]
+        lines += ["", f"{run['submissions']} submissions of {', '.join(run['labs'])} on "
+                  f"{run['device']}, {run['date']} ({run['cores']} CPU cores; a part may run "
+                  f"{run['timeout']:g} s):", "",
+                  f"| judging | seconds | submissions per minute | speed against "
+                  f"{run['rows'][0]['how']} |", "| --- | ---: | ---: | ---: |"]
+        lines += [f"| {r['how']} | {r['seconds']:.1f} | "
+                  f"{60 * run['submissions'] / r['seconds']:.1f} | {one / r['seconds']:.2f}x |"
+                  for r in run["rows"]]
+    return lines
+
+
+def page(records, class_runs=()) -> str:
     if not records:
         raise RecordError("no records: pass at least one (--from-records), written on a GPU "
                           "by scripts/gpu-check.sh")
@@ -299,6 +343,7 @@ def page(records) -> str:
     lines += ["", "### The model GPU against the GPU (scripts/model_vs_gpu.py)", ""]
     lines += model_table(records)
     lines += notebook_sections(records)
+    lines += class_section(list(class_runs))
     lines += skipped_section(records)
     return "\n".join(lines) + "\n"
 
@@ -326,7 +371,7 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     try:
         if a.check:
-            want = page(kept_records())
+            want = page(kept_records(), kept_class_runs())
             if not PAGE.exists() or PAGE.read_text() != want:
                 shown = PAGE.relative_to(ROOT) if PAGE.is_relative_to(ROOT) else PAGE
                 print(f"{shown} is not what docs/runs/results/ gives: run "
@@ -334,8 +379,10 @@ def main(argv=None) -> int:
                       f"docs/runs/results/*.json --out {shown}", file=sys.stderr)
                 return 1
             return 0
+        class_runs = []
         if a.from_records:
             records = [load_record(p) for p in a.from_records]
+            class_runs = kept_class_runs()
         else:
             if not (a.doctor and a.bench):
                 ap.error("a run's page needs --doctor, --bench and --junit (or pass "
@@ -344,7 +391,7 @@ def main(argv=None) -> int:
             if a.record:
                 Path(a.record).write_text(json.dumps(record, indent=1) + "\n")
             records = [record]
-        text = page(records)
+        text = page(records, class_runs)
     except RecordError as e:
         print(f"gpu_results.py: {e}", file=sys.stderr)
         return 2
