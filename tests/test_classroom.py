@@ -216,14 +216,35 @@ def test_a_hanging_part_dies_with_its_grader(tmp_path, mode):
     assert not left, f"the part's processes {left} outlived their grader"
 
 
-@pytest.mark.parametrize("args", [["--n", "0"], ["--workers", "0"]])
-def test_the_class_benchmark_refuses_an_empty_class_or_no_worker(args, capsys):
+@pytest.mark.parametrize("args, said", [
+    (["--n", "0"], "--n, --workers and --gpus take 1 or more"),
+    (["--workers", "0"], "--n, --workers and --gpus take 1 or more"),
+    (["--gpus", "0"], "--n, --workers and --gpus take 1 or more"),
+    (["--workers"], "--workers: give at least one number of workers"),
+    (["--stage", "judge"], "--stage judge needs --dir"),
+    (["--stage", "judge", "--dir", "D", "--workers"], "give --workers N or --gpus N"),
+    (["--stage", "judge", "--dir", "D"], "holds no prepared class: run --stage prepare"),
+    (["--stage", "finish", "--dir", "D"], "holds no prepared class: run --stage prepare"),
+])
+def test_the_class_benchmark_refuses_what_it_cannot_do(args, said, capsys, tmp_path):
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import class_grading
 
-    with pytest.raises(SystemExit):
+    args = [str(tmp_path / "D") if a == "D" else a for a in args]
+    with pytest.raises(SystemExit) as stopped:
         class_grading.main(args)
-    assert "--n and --workers take 1 or more" in capsys.readouterr().err
+    assert said in capsys.readouterr().err + str(stopped.value)
+
+
+def test_the_class_benchmarks_finish_stage_needs_the_judge_stage(tmp_path):
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import class_grading
+
+    (tmp_path / "stage.json").write_text(json.dumps({"n": 1, "labs": [LAB]}))
+    with pytest.raises(SystemExit, match="holds no judged.json: run --stage judge"):
+        class_grading.main(["--stage", "finish", "--dir", str(tmp_path)])
+    with pytest.raises(SystemExit, match="exists: give --dir a new folder"):
+        class_grading.main(["--stage", "prepare", "--dir", str(tmp_path)])
 
 
 def test_make_class_refuses_what_it_cannot_make(tmp_path, capsys):
