@@ -144,7 +144,7 @@ def load_record(path) -> dict:
 
 # --- records -> the page -----------------------------------------------------------------
 def label(record) -> str:
-    many = f"{record['visible']} x " if record.get("visible", 1) > 1 else ""
+    many = f"{record['visible']} x " if (record.get("visible") or 1) > 1 else ""
     return f"{many}{record['gpu']}, {record['date']}"
 
 
@@ -282,11 +282,26 @@ CLASS_KEYS = ("date", "device", "submissions", "labs", "timeout", "cores", "rows
 def load_class_run(path) -> dict:
     run = _json(path, "a class run written by benchmarks/class_grading.py --stage finish "
                 "--record")
-    missing = [k for k in CLASS_KEYS if k not in run]
+    where = (f"{Path(path).name}: class runs are written by benchmarks/class_grading.py "
+             f"--stage finish --record, from the judge stage's judged.json")
+    missing = [k for k in CLASS_KEYS if not isinstance(run, dict) or k not in run]
     if missing or not run["rows"]:
-        raise RecordError(f"{Path(path).name} lacks {', '.join(missing) or 'rows'}: class "
-                          f"runs are written by benchmarks/class_grading.py --stage finish "
-                          f"--record, from the judge stage's judged.json")
+        raise RecordError(f"{Path(path).name} lacks {', '.join(missing) or 'rows'}; " + where)
+
+    def number(x, positive=True):
+        return isinstance(x, (int, float)) and not isinstance(x, bool) and \
+            (x > 0 if positive else x >= 0)
+
+    ok = (isinstance(run["rows"], list) and isinstance(run["labs"], list)
+          and all(isinstance(lab, str) for lab in run["labs"])
+          and all(isinstance(k, str) for k in (run["date"], run["device"]))
+          and number(run["submissions"]) and number(run["timeout"]) and number(run["cores"])
+          and all(isinstance(r, dict) and isinstance(r.get("how"), str)
+                  and number(r.get("seconds")) and number(r.get("judged", 1))
+                  for r in run["rows"]))
+    if not ok:
+        raise RecordError(f"{Path(path).name} holds a value of the wrong kind (each row a "
+                          f"how, positive seconds and judged; labs a list of names); " + where)
     return run
 
 
@@ -300,19 +315,26 @@ def class_section(runs) -> list[str]:
     if not runs:
         return []
     lines = ["", "## Grading a class on GPUs (benchmarks/class_grading.py)", "",
-             "Each submission judged by a Dask worker with a GPU of its own (dask_cuda's "
-             "`LocalCUDACluster`); the grades then written by nbgrader, one writer, and every "
-             "one checked against the grade it should get before a row is kept."]
+             "Rows \"one worker per GPU\": a Dask worker for each GPU (dask_cuda's "
+             "`LocalCUDACluster`); rows \"N workers\": a `LocalCluster` whose workers share "
+             "one GPU. The grades were then written by nbgrader, one writer, and every one "
+             "checked against the grade it should get before a row was kept."]
     for run in sorted(runs, key=lambda r: r["date"]):
-        one = run["rows"][0]["seconds"]
+        # a run with a time budget judged part of the class: each row says how much
+        judged = [r.get("judged", run["submissions"]) for r in run["rows"]]
+        one = run["rows"][0]["seconds"] / judged[0]
+        budget = (f", each way judging what it could within {run['within']:g} s a lab"
+                  if run.get("within") else "")
+        boxes = sorted({b for r in run["rows"] for b in (r.get("sandbox") or [])})
+        budget += f"; sandbox: {'; '.join(boxes)}" if boxes else ""
         lines += ["", f"{run['submissions']} submissions of {', '.join(run['labs'])} on "
                   f"{run['device']}, {run['date']} ({run['cores']} CPU cores; a part may run "
-                  f"{run['timeout']:g} s):", "",
-                  f"| judging | seconds | submissions per minute | speed against "
-                  f"{run['rows'][0]['how']} |", "| --- | ---: | ---: | ---: |"]
-        lines += [f"| {r['how']} | {r['seconds']:.1f} | "
-                  f"{60 * run['submissions'] / r['seconds']:.1f} | {one / r['seconds']:.2f}x |"
-                  for r in run["rows"]]
+                  f"{run['timeout']:g} s{budget}):", "",
+                  f"| judging | submissions judged | seconds | submissions per minute | "
+                  f"speed against {run['rows'][0]['how']} |",
+                  "| --- | ---: | ---: | ---: | ---: |"]
+        lines += [f"| {r['how']} | {n} | {r['seconds']:.1f} | {60 * n / r['seconds']:.1f} | "
+                  f"{one / (r['seconds'] / n):.2f}x |" for r, n in zip(run["rows"], judged)]
     return lines
 
 
@@ -374,8 +396,8 @@ def main(argv=None) -> int:
             want = page(kept_records(), kept_class_runs())
             if not PAGE.exists() or PAGE.read_text() != want:
                 shown = PAGE.relative_to(ROOT) if PAGE.is_relative_to(ROOT) else PAGE
-                print(f"{shown} is not what docs/runs/results/ gives: run "
-                      f"python scripts/gpu_results.py --from-records "
+                print(f"{shown} is not what docs/runs/results/ and docs/runs/class/ "
+                      f"give: run python scripts/gpu_results.py --from-records "
                       f"docs/runs/results/*.json --out {shown}", file=sys.stderr)
                 return 1
             return 0

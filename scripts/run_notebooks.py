@@ -115,7 +115,9 @@ def run(path: Path, timeout: int) -> dict:
     else:
         nb.metadata.pop(provenance.KEY, None)
     nbformat.write(nb, path)
-    result = {"seconds": seconds, "error": error, "headline": []}
+    # when it ran: --combine tells a run carried over by --merge from a new one by it
+    result = {"seconds": seconds, "error": error, "headline": [],
+              "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     if error is None:
         result["headline"] = report(nb)
         error = result["error"] = claims_error(path)
@@ -152,17 +154,33 @@ def repeated(runs: list[dict]) -> dict:
 def combine(parts: list[dict]) -> dict:
     """Several results files of the same code on the same GPU (calls that each fit one
     command's time) as one: each notebook's runs in the order given, failed if any failed.
-    A notebook's result that is the same object in two parts (a part merged from an
-    earlier one with ``--merge``) counts once."""
+    A run already taken from an earlier part (carried into a later one by ``--merge``) is
+    taken once: a run is known by when it ran (``at``), or, in files of before ``at`` was
+    kept, by all it holds. Raises ValueError for what is not such a file, or for parts of
+    different GPUs."""
     out: dict[str, list] = {}
     seen: dict[str, list] = {}
-    for part in parts:
+    gpus = set()
+    for i, part in enumerate(parts, 1):
+        if not isinstance(part, dict) or not all(
+                isinstance(r, dict) and "error" in r and "seconds" in r for r in part.values()):
+            raise ValueError(f"part {i} is not what run_notebooks.py --json writes (notebook "
+                             f"paths, each with its seconds and error)")
+        taken: dict[str, list] = {}  # this part's runs: never one another's carry-over
         for name, result in part.items():
-            if any(result == s for s in seen.get(name, [])):
-                continue
-            seen.setdefault(name, []).append(result)
-            out.setdefault(name, []).extend(
-                result.get("runs") or [{k: v for k, v in result.items() if k != "runs"}])
+            for run in result.get("runs") or [{k: v for k, v in result.items() if k != "runs"}]:
+                gpus.update(v.split(",")[0].split(" (")[0] for k, v in run.get("headline", [])
+                            if k == "device" and isinstance(v, str))
+                key = run.get("at") or json.dumps(run, sort_keys=True)
+                if key in seen.get(name, ()):
+                    continue  # an earlier part's run, carried over
+                taken.setdefault(name, []).append(key)
+                out.setdefault(name, []).append(run)
+        for name, keys in taken.items():
+            seen.setdefault(name, []).extend(keys)
+    if len(gpus) > 1:
+        raise ValueError(f"the parts ran on {len(gpus)} GPUs ({', '.join(sorted(gpus))}): "
+                         f"combine one GPU's runs")
     return {name: repeated(runs) for name, runs in out.items()}
 
 
@@ -185,12 +203,11 @@ def main() -> int:
                   file=sys.stderr)
             return 2
         try:
-            parts = [json.loads(p.read_text()) for p in a.combine]
-        except (OSError, json.JSONDecodeError) as exc:
+            results = combine([json.loads(p.read_text()) for p in a.combine])
+        except (OSError, ValueError) as exc:  # JSONDecodeError is a ValueError
             print(f"--combine: {exc}: give the JSON files run_notebooks.py wrote",
                   file=sys.stderr)
             return 2
-        results = combine(parts)
         a.json.write_text(json.dumps(results, indent=1))
         return 0 if all(r["error"] is None for r in results.values()) else 1
     paths = [p.resolve() for p in a.notebooks] or (

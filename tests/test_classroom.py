@@ -225,6 +225,11 @@ def test_a_hanging_part_dies_with_its_grader(tmp_path, mode):
     (["--stage", "judge", "--dir", "D", "--workers"], "give --workers N or --gpus N"),
     (["--stage", "judge", "--dir", "D"], "holds no prepared class: run --stage prepare"),
     (["--stage", "finish", "--dir", "D"], "holds no prepared class: run --stage prepare"),
+    (["--stage", "finish", "--dir", "D", "--within", "5"], "--within is for --stage judge"),
+    (["--stage", "judge", "--dir", "D", "--record", "r.json"], "--record is for --stage finish"),
+    (["--dir", "D"], "give --stage prepare, judge or finish too"),
+    (["--gpus", "2"], "--gpus N (a number) is for --stage judge"),
+    (["--stage", "judge", "--dir", "D", "--within", "0"], "--within 0: give the seconds"),
 ])
 def test_the_class_benchmark_refuses_what_it_cannot_do(args, said, capsys, tmp_path):
     sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -243,6 +248,12 @@ def test_the_class_benchmarks_finish_stage_needs_the_judge_stage(tmp_path):
     (tmp_path / "stage.json").write_text(json.dumps({"n": 1, "labs": [LAB]}))
     with pytest.raises(SystemExit, match="holds no judged.json: run --stage judge"):
         class_grading.main(["--stage", "finish", "--dir", str(tmp_path)])
+    for text, said in (("{", "is not JSON"), ("{}", "lacks runs"),
+                       (json.dumps({"runs": [], "device": "x", "timeout": 1, "cores": 1,
+                                    "machine": "x", "python": "3"}), "holds no runs")):
+        (tmp_path / "judged.json").write_text(text)
+        with pytest.raises(SystemExit, match=said):
+            class_grading.main(["--stage", "finish", "--dir", str(tmp_path)])
     with pytest.raises(SystemExit, match="exists: give --dir a new folder"):
         class_grading.main(["--stage", "prepare", "--dir", str(tmp_path)])
 
@@ -384,3 +395,27 @@ def test_a_class_prepared_from_a_relative_path_is_read_back_for_workers_elsewher
     assert list(restored) == [f"ada/{LAB}.ipynb"]
     assert prepared(Path("c"), LAB) == restored
     assert not (tmp_path / "c" / "c").exists()
+
+
+def test_a_part_sees_its_workers_gpu_alone(monkeypatch):
+    """dask_cuda lists a worker's own GPU first in its CUDA_VISIBLE_DEVICES and the others
+    after it; judge() gives the parts the first alone, so a part cannot select another
+    worker's GPU (and disturb the timing check judged there)."""
+    from labtools import cells_of, filled, notebook
+
+    from streamlab.grading import classroom
+
+    solution = cells_of(LAB, "solution")
+    part = sorted(solution)[0]
+    shown = {part: "import os\nprint('visible:', os.environ.get('CUDA_VISIBLE_DEVICES'))\n"
+             + solution[part]}
+    nb = nbformat.writes(filled(notebook("labs", LAB), {**solution, **shown}))
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1,0")
+    monkeypatch.setenv("NUMBA_ENABLE_CUDASIM", "1")  # no GPU 1 here: the simulator
+    result = classroom.judge(f"{LAB}.ipynb", nb, submitted=nb, timeout=TIMEOUT,
+                             sandbox="off")
+    text = "".join(o.get("text", "") for r in result["parts"].values()
+                   for o in r["outputs"])
+    assert all(r["passed"] for r in result["parts"].values()), text
+    assert "visible: 1\n" in text and "visible: 1,0" not in text, text
+    assert result["gpu"] == "1"

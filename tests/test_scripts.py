@@ -191,6 +191,18 @@ def test_results_of_several_calls_combine_into_each_notebooks_runs_in_order(tmp_
         [["x", "1 ms"]], [["x", "2 ms"]], []]
     assert both["a.ipynb"]["error"] == "run 3 of 3: claims that do not hold: y"
     assert both["b.ipynb"] == one                         # carried over once, not twice
+    # two runs alike in one part are two runs; runs that say when they ran are told apart
+    # by that alone
+    assert len(run_notebooks.combine([{"a": run_notebooks.repeated([one, dict(one)])}])[
+        "a"]["runs"]) == 2
+    early, late = dict(one, at="2026-11-26T01:00:00Z"), dict(one, at="2026-11-26T02:00:00Z")
+    assert len(run_notebooks.combine([{"a": early}, {"a": early}, {"a": late}])["a"]["runs"]) == 2
+    with pytest.raises(ValueError, match="part 1 is not what"):
+        run_notebooks.combine([{"gpu": "H100", "notebooks": {}}])
+    h100 = dict(one, headline=[["device", "NVIDIA H100 80GB HBM3"]])
+    h200 = dict(one, headline=[["device", "NVIDIA H200, 2 GPU(s)"]])
+    with pytest.raises(ValueError, match="ran on 2 GPUs"):
+        run_notebooks.combine([{"a": h100}, {"a": h200}])
     paths = []
     for i, part in enumerate((first, later)):
         paths.append(tmp_path / f"{i}.json")
@@ -377,7 +389,11 @@ def test_class_runs_on_gpus_make_a_section_and_bad_ones_say_what_to_do(tmp_path)
            "labs": ["lab05"], "timeout": 10.0, "cores": 32,
            "rows": [{"how": "1 GPU", "seconds": 200.0}, {"how": "2 GPUs", "seconds": 100.0}]}
     text = "\n".join(gpu_results.class_section([run]))
-    assert "| 2 GPUs | 100.0 | 24.0 | 2.00x |" in text
+    assert "| 2 GPUs | 40 | 100.0 | 24.0 | 2.00x |" in text
+    budgeted = dict(run, within=60.0, rows=[{"how": "1 GPU", "judged": 9, "seconds": 60.0},
+                                            {"how": "2 GPUs", "judged": 18, "seconds": 60.0}])
+    text = "\n".join(gpu_results.class_section([budgeted]))
+    assert "within 60 s a lab" in text and "| 2 GPUs | 18 | 60.0 | 18.0 | 2.00x |" in text
     assert gpu_results.class_section([]) == []
     path = tmp_path / "r.json"
     path.write_text(json.dumps(dict(run, rows=[])))
@@ -388,6 +404,13 @@ def test_class_runs_on_gpus_make_a_section_and_bad_ones_say_what_to_do(tmp_path)
     path.write_text(json.dumps(bad))
     with pytest.raises(gpu_results.RecordError, match="lacks device"):
         gpu_results.load_class_run(path)
+    for broken in (dict(run, rows="1 GPU"), dict(run, labs="lab05"), dict(run, timeout="10"),
+                   dict(run, rows=[{"how": "1 GPU", "seconds": 0}]),
+                   dict(run, rows=[{"how": "1 GPU"}]), [run]):
+        path.write_text(json.dumps(broken))
+        with pytest.raises(gpu_results.RecordError, match="wrong kind|lacks"):
+            gpu_results.load_class_run(path)
+    assert gpu_results.label(record(visible=None)).startswith(record()["gpu"])
     kept = gpu_results.kept_class_runs()
     assert any(r["how"].endswith("2 GPUs") for k in kept for r in k["rows"]), \
         "issue 36: the class grader's two-GPU run is kept in docs/runs/class/"

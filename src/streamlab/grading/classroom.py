@@ -25,8 +25,9 @@ notebooks are in ``submitted/<learner>/LAB/``:
 Workers: ``--workers N`` (default 2) starts a ``LocalCluster`` of N processes here, on
 the simulator or on this machine's GPU; ``--gpus`` starts ``dask_cuda``'s
 ``LocalCUDACluster``, one worker per GPU: it puts each worker's own GPU first in that
-worker's ``CUDA_VISIBLE_DEVICES``, so the parts a worker runs use its GPU and no other
-worker's (a timing check needs a GPU to itself); ``--scheduler ADDRESS`` uses a running cluster, whose workers
+worker's ``CUDA_VISIBLE_DEVICES``, and :func:`judge` gives the parts that first GPU
+alone, so that they use it and cannot reach another worker's (a timing check needs a GPU
+to itself); ``--scheduler ADDRESS`` uses a running cluster, whose workers
 must have the course's Python environment.
 """
 
@@ -62,6 +63,11 @@ def judge(name: str, notebook: str, *, submitted: str, timeout: float = 300,
     from . import cell_outputs, graded_cells, plan, run_part
 
     nb = nbformat.reads(notebook, as_version=4)
+    # a dask_cuda worker lists its own GPU first and the others after it: its parts see
+    # the first alone, so that no part can reach another worker's GPU (select_device)
+    env, gpu = dict(os.environ), os.environ.get("CUDA_VISIBLE_DEVICES")
+    if gpu is not None:
+        gpu = env["CUDA_VISIBLE_DEVICES"] = gpu.split(",")[0].strip()
     root = _scratch_root()
     work = tempfile.mkdtemp(prefix="submission-", dir=root)
     try:
@@ -72,13 +78,14 @@ def judge(name: str, notebook: str, *, submitted: str, timeout: float = 300,
             part = cell.metadata["nbgrader"]["grade_id"]
             verdict = run_part(cells, part, cwd=work, protect=list(protect),
                                hide=[*hide, scratch_base()], timeout=timeout,
-                               sandbox=sandbox)
+                               sandbox=sandbox, env=env)
             how = verdict.sandbox
             parts[part] = {"outputs": cell_outputs(verdict),
                            "execution_count": count, "passed": verdict.passed}
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    return {"name": name, "parts": parts, "sandbox": how, "worker_pid": os.getpid()}
+    return {"name": name, "parts": parts, "sandbox": how, "worker_pid": os.getpid(),
+            "gpu": gpu}
 
 
 _root: list = []
@@ -134,19 +141,24 @@ def _client(workers: int, scheduler: str | None, gpus: bool):
 
 def judge_class(course: Path, lab: str, *, client, timeout: float = 300,
                 sandbox: str = "auto", db: str | None = None, progress: bool = True,
-                restored: dict[str, str] | None = None) -> dict:
+                restored: dict[str, str] | None = None,
+                within: float | None = None) -> dict:
     """Every submission of ``lab`` judged on ``client``'s workers; the results file's
     content (each ``learner/notebook`` once). The course's folders are hidden and its
     solutions and gradebook (``db``, nbgrader's db_url) protected, as the serial grader
     does. ``restored``: the notebooks as :func:`prepare` gave them (:func:`prepared`
     reads them back), where nbgrader restored them on another machine; else
-    :func:`prepare` runs here."""
+    :func:`prepare` runs here. ``within``: seconds (a benchmark's budget) after which
+    the submissions not judged yet are left out and their tasks cancelled; the content's
+    ``unjudged`` then names them."""
     from dask.distributed import as_completed
 
     from . import course_paths
 
+    course = Path(course).resolve()  # the paths the parts are kept from, whole
     found = submissions(course, lab)
-    if restored is None:
+    given = restored is not None
+    if not given:
         restored = prepare(course, lab, db=db)
     hide, protect = course_paths(str(course), "solutions",
                                  db or f"sqlite:///{course / 'gradebook.db'}")
@@ -157,29 +169,38 @@ def judge_class(course: Path, lab: str, *, client, timeout: float = 300,
                              key=f"judge-{lab}-{name}-{run}", pure=False): name
                for name, path in found.items() if name in restored}
     unread = sorted(set(found) - set(restored))
-    if unread:  # nbgrader could not read them: the writer's autograde says why, as serially
+    if unread and given:  # submitted after prepare() ran, or prepared elsewhere
+        print(f"streamlab.grading class: {', '.join(unread)} not among the prepared "
+              f"notebooks (submitted since prepare() ran?): not judged; prepare again",
+              file=sys.stderr)
+    elif unread:  # nbgrader could not read them: the writer's autograde says why, as serially
         print(f"streamlab.grading class: nbgrader could not restore {', '.join(unread)}; "
               f"they are not judged (nbgrader's log says why)", file=sys.stderr)
     results = {}
-    for done, future in enumerate(as_completed(futures), 1):
-        name = futures[future]
-        if name in results:  # never: each future is one submission
-            raise ClassError(f"{name} came back twice")
-        try:
-            results[name] = future.result()
-        except Exception as e:  # noqa: BLE001  (one submission must not stop the class)
-            results[name] = _not_judged(name, restored[name], e)
-        if progress:
-            _bar(done, len(futures))
+    try:
+        for done, future in enumerate(as_completed(futures, timeout=within), 1):
+            name = futures[future]
+            if name in results:  # never: each future is one submission
+                raise ClassError(f"{name} came back twice")
+            try:
+                results[name] = future.result()
+            except Exception as e:  # noqa: BLE001  (one submission must not stop the class)
+                results[name] = _not_judged(name, restored[name], e)
+            if progress:
+                _bar(done, len(futures))
+    except TimeoutError:  # only with ``within``: what is not judged by then is left out
+        client.cancel([f for f, name in futures.items() if name not in results])
     if progress:
         print(file=sys.stderr)
+    unjudged = sorted(n for n in futures.values() if n not in results)
     unboxed = sorted({r["sandbox"] for r in results.values()
                       if r["sandbox"] and r["sandbox"] != "bubblewrap"})
     if unboxed:  # as GradeInFreshProcesses warns a teacher grading serially
         print(f"streamlab.grading class: graded without a sandbox ({'; '.join(unboxed)}): "
               f"the learners' code was kept from the course's files by the grader's audit "
               f"hook alone, which code below Python (ctypes) can get past", file=sys.stderr)
-    return {"version": RESULTS_VERSION, "lab": lab, "results": results}
+    return {"version": RESULTS_VERSION, "lab": lab, "results": results,
+            **({"unjudged": unjudged} if unjudged else {})}
 
 
 def _not_judged(name: str, notebook: str, error: BaseException) -> dict:
