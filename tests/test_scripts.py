@@ -414,3 +414,28 @@ def test_class_runs_on_gpus_make_a_section_and_bad_ones_say_what_to_do(tmp_path)
     kept = gpu_results.kept_class_runs()
     assert any(r["how"].endswith("2 GPUs") for k in kept for r in k["rows"]), \
         "issue 36: the class grader's two-GPU run is kept in docs/runs/class/"
+
+
+def test_the_gpu_class_script_says_what_it_lacks(tmp_path):
+    """scripts/gpu-class.sh runs on a GPU machine; where its wheels or the prepared class
+    are missing it says so, in one line, before it installs or runs anything."""
+    import shutil
+    import subprocess
+
+    (tmp_path / "scripts").mkdir()
+    shutil.copy(ROOT / "scripts" / "gpu-class.sh", tmp_path / "scripts")
+    script = str(tmp_path / "scripts" / "gpu-class.sh")
+
+    def run(*args):
+        done = subprocess.run(["bash", script, *args], capture_output=True, text=True,
+                              env={"PATH": "/usr/bin:/bin", "OUT": str(tmp_path / "out")})
+        return done.returncode, done.stderr
+
+    code, said = run()
+    assert code != 0 and "usage: gpu-class.sh DIR" in said
+    code, said = run("bench")
+    assert code == 2 and "no .whl folder: carry it" in said
+    (tmp_path / ".whl").mkdir()
+    (tmp_path / ".whl-class").mkdir()
+    code, said = run("bench")
+    assert code == 2 and "holds no prepared class" in said
