@@ -411,7 +411,8 @@ def test_a_part_sees_its_workers_gpu_alone(monkeypatch):
              + solution[part]}
     nb = nbformat.writes(filled(notebook("labs", LAB), {**solution, **shown}))
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1,0")
-    monkeypatch.setenv("NUMBA_ENABLE_CUDASIM", "1")  # no GPU 1 here: the simulator
+    monkeypatch.setenv("STREAMLAB_DEVICE", "sim")  # a GPU 1 may not exist: the simulator
+    monkeypatch.setenv("NUMBA_ENABLE_CUDASIM", "1")
     result = classroom.judge(f"{LAB}.ipynb", nb, submitted=nb, timeout=TIMEOUT,
                              sandbox="off")
     text = "".join(o.get("text", "") for r in result["parts"].values()
