@@ -395,6 +395,17 @@ def test_a_class_prepared_from_a_relative_path_is_read_back_for_workers_elsewher
     assert list(restored) == [f"ada/{LAB}.ipynb"]
     assert prepared(Path("c"), LAB) == restored
     assert not (tmp_path / "c" / "c").exists()
+    # a submission changed, or a new one, after prepare: judged as it was, it would not be
+    # what was submitted
+    mine = tmp_path / "c" / "submitted" / "ada" / LAB / f"{LAB}.ipynb"
+    mine.write_text(mine.read_text().replace('"cells"', '"cells" ', 1))
+    with pytest.raises(ClassError, match=f"changed: ada/{LAB}.ipynb; run prepare"):
+        prepared(Path("c"), LAB)
+    prepare(Path("c"), LAB)
+    (tmp_path / "c" / "submitted" / "bob" / LAB).mkdir(parents=True)
+    shutil.copy(mine, tmp_path / "c" / "submitted" / "bob" / LAB)
+    with pytest.raises(ClassError, match=f"bob/{LAB}.ipynb"):
+        prepared(Path("c"), LAB)
 
 
 def test_a_part_sees_its_workers_gpu_alone(monkeypatch):

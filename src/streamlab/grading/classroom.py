@@ -247,10 +247,24 @@ def prepare(course: Path, lab: str, *, db: str | None = None) -> dict[str, str]:
     course = Path(course).resolve()  # nbgrader runs in it: a relative path would nest
     folder = course / ".grading" / f"{lab}-restored"
     shutil.rmtree(folder, ignore_errors=True)
+    submitted = _fingerprints(course, lab)  # as they are before nbgrader reads them
     _nbgrader(course, "autograde", lab, "--create", "--force",
               f"--GradeInFreshProcesses.prepare={folder}", db=db)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / SUBMITTED).write_text(json.dumps(submitted))
     return {f"{p.parent.name}/{p.name}": p.read_text()
             for p in sorted(folder.glob("*/*.ipynb"))}
+
+
+#: beside the restored notebooks: each submitted file's SHA-256 when they were restored
+SUBMITTED = "submitted.json"
+
+
+def _fingerprints(course: Path, lab: str) -> dict[str, str]:
+    import hashlib
+
+    return {f"{p.parent.parent.name}/{p.name}": hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted((course / "submitted").glob(f"*/{lab}/*.ipynb"))}
 
 
 def prepared(course: Path, lab: str) -> dict[str, str]:
@@ -263,6 +277,17 @@ def prepared(course: Path, lab: str) -> dict[str, str]:
     if not found:
         raise ClassError(f"nothing prepared in {folder}: run prepare() (nbgrader's "
                          f"autograde restores each submission) for {lab} first")
+    try:
+        then = json.loads((folder / SUBMITTED).read_text())
+    except (OSError, ValueError):
+        raise ClassError(f"{folder} holds no {SUBMITTED} (what was submitted when it was "
+                         f"prepared): run prepare() for {lab} again") from None
+    now = _fingerprints(Path(course), lab)
+    moved = sorted(n for n in set(then) | set(now) if then.get(n) != now.get(n))
+    if moved:
+        raise ClassError(f"submitted since {lab} was prepared, or changed: "
+                         f"{', '.join(moved[:5])}{' ...' if len(moved) > 5 else ''}; run "
+                         f"prepare() again, so that what is judged is what was submitted")
     return found
 
 
