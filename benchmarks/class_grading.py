@@ -180,6 +180,11 @@ def stage_finish(d: Path, out: Path | None, record: Path | None, argv) -> None:
         raise SystemExit(f"{d / 'judged.json'} holds no runs: run --stage judge again")
     rows = []
     for run in judged["runs"]:
+        # a way that meant several GPUs judged on that many (the workers' first GPUs)
+        if run.get("gpus", 0) > 1 and "seen" in run and len(run["seen"]) != run["gpus"]:
+            raise SystemExit(f"{run['how']} judged on {len(run['seen'])} GPU(s) "
+                             f"({', '.join(run['seen']) or 'none named'}), not "
+                             f"{run['gpus']}: its figures are not that many GPUs'")
         course = d / ("graded-" + run["how"].replace(" ", "_").replace(",", ""))
         shutil.rmtree(course, ignore_errors=True)
         shutil.copytree(d / "class", course)

@@ -254,6 +254,12 @@ def test_the_class_benchmarks_finish_stage_needs_the_judge_stage(tmp_path):
         (tmp_path / "judged.json").write_text(text)
         with pytest.raises(SystemExit, match=said):
             class_grading.main(["--stage", "finish", "--dir", str(tmp_path)])
+    judged = {"runs": [{"how": "Dask, one worker per GPU, 2 GPUs", "gpus": 2, "seen": ["0"],
+                        "seconds": 1.0, "results": {LAB: {"results": {}}}}],
+              "device": "x", "timeout": 1, "cores": 1, "machine": "x", "python": "3"}
+    (tmp_path / "judged.json").write_text(json.dumps(judged))
+    with pytest.raises(SystemExit, match=r"judged on 1 GPU\(s\) \(0\), not 2"):
+        class_grading.main(["--stage", "finish", "--dir", str(tmp_path)])
     with pytest.raises(SystemExit, match="exists: give --dir a new folder"):
         class_grading.main(["--stage", "prepare", "--dir", str(tmp_path)])
 
