@@ -288,9 +288,8 @@ def load_class_run(path) -> dict:
     if missing or not run["rows"]:
         raise RecordError(f"{Path(path).name} lacks {', '.join(missing) or 'rows'}; " + where)
 
-    def number(x, positive=True):
-        return isinstance(x, (int, float)) and not isinstance(x, bool) and \
-            (x > 0 if positive else x >= 0)
+    def number(x):  # a positive count or duration
+        return isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0
 
     ok = (isinstance(run["rows"], list) and isinstance(run["labs"], list)
           and all(isinstance(lab, str) for lab in run["labs"])

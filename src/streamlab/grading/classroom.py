@@ -252,6 +252,10 @@ def prepare(course: Path, lab: str, *, db: str | None = None) -> dict[str, str]:
               f"--GradeInFreshProcesses.prepare={folder}", db=db)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / SUBMITTED).write_text(json.dumps(submitted))
+    return _restored(folder)
+
+
+def _restored(folder: Path) -> dict[str, str]:
     return {f"{p.parent.name}/{p.name}": p.read_text()
             for p in sorted(folder.glob("*/*.ipynb"))}
 
@@ -263,8 +267,8 @@ SUBMITTED = "submitted.json"
 def _fingerprints(course: Path, lab: str) -> dict[str, str]:
     import hashlib
 
-    return {f"{p.parent.parent.name}/{p.name}": hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted((course / "submitted").glob(f"*/{lab}/*.ipynb"))}
+    return {name: hashlib.sha256(path.read_bytes()).hexdigest()
+            for name, path in submissions(course, lab).items()}
 
 
 def prepared(course: Path, lab: str) -> dict[str, str]:
@@ -272,8 +276,7 @@ def prepared(course: Path, lab: str) -> dict[str, str]:
     text): the workers can then judge on a machine without nbgrader (a GPU machine), and
     :func:`write_grades` write the grades where nbgrader is."""
     folder = Path(course) / ".grading" / f"{lab}-restored"
-    found = {f"{p.parent.name}/{p.name}": p.read_text()
-             for p in sorted(folder.glob("*/*.ipynb"))}
+    found = _restored(folder)
     if not found:
         raise ClassError(f"nothing prepared in {folder}: run prepare() (nbgrader's "
                          f"autograde restores each submission) for {lab} first")
