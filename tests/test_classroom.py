@@ -437,3 +437,59 @@ def test_a_part_sees_its_workers_gpu_alone(monkeypatch):
     assert all(r["passed"] for r in result["parts"].values()), text
     assert "visible: 1\n" in text and "visible: 1,0" not in text, text
     assert result["gpu"] == "1"
+
+
+def test_a_part_cannot_open_the_restored_notebooks_even_by_their_path(tmp_path):
+    """prepare() writes each submission as nbgrader restored it, hidden tests included,
+    into the course's .grading folder. A cheat that learns the hidden folders from the
+    grader's own frames (its spec) and opens the restored notebooks, the gradebook and the
+    solutions by their exact paths gets nothing, even with no sandbox but the audit hook;
+    the part still passes on its right answer."""
+    from labtools import cells_of, course, filled, notebook
+
+    from streamlab.grading import course_paths
+    from streamlab.grading.classroom import judge, prepare
+
+    needs_nbgrader()
+    cheat = f'''
+import sys
+hidden = set()
+f = sys._getframe()
+while f is not None:                       # the grader's spec, up the stack
+    for v in list(f.f_locals.values()):
+        if isinstance(v, dict) and isinstance(v.get("hide"), list):
+            hidden.update(v["hide"])
+    f = f.f_back
+print("hidden folders found:", len(hidden))
+for h in sorted(hidden):
+    for name in ("/.grading/{LAB}-restored/eve/{LAB}.ipynb",
+                 "/.grading/{LAB}-restored/submitted.json", "/gradebook.db",
+                 "/solutions/{LAB}/{LAB}.ipynb"):
+        try:
+            with open(h + name, "rb") as fh:
+                print("OPENED", h + name, len(fh.read()))
+        except Exception as e:
+            print("refused:", type(e).__name__)
+'''
+    solution = cells_of(LAB, "solution")
+    first = next(iter(solution))
+    nb = filled(notebook("labs", LAB), dict(solution, **{first: solution[first] + cheat}))
+    (tmp_path / "c").mkdir()
+    course(tmp_path / "c", LAB)
+    mine = tmp_path / "c" / "submitted" / "eve" / LAB / f"{LAB}.ipynb"
+    mine.parent.mkdir(parents=True)
+    nbformat.write(nb, mine)
+    restored = prepare(tmp_path / "c", LAB)
+    hide, protect = course_paths(str(tmp_path / "c"), "solutions",
+                                 f"sqlite:///{tmp_path / 'c' / 'gradebook.db'}")
+    result = judge(f"{LAB}.ipynb", restored[f"eve/{LAB}.ipynb"], submitted=mine.read_text(),
+                   timeout=TIMEOUT, sandbox="off", hide=hide, protect=protect)
+    text = "".join(o.get("text", "") for r in result["parts"].values() for o in r["outputs"])
+    assert "hidden folders found: 0" not in text, "the cheat found nothing to try: " + text
+    there = [tmp_path / "c" / ".grading" / f"{LAB}-restored" / "eve" / f"{LAB}.ipynb",
+             tmp_path / "c" / ".grading" / f"{LAB}-restored" / "submitted.json",
+             tmp_path / "c" / "gradebook.db",
+             tmp_path / "c" / "solutions" / LAB / f"{LAB}.ipynb"]
+    assert all(p.is_file() for p in there)  # what it tried is there to be read
+    assert "OPENED" not in text and text.count("refused: PermissionError") >= len(there), text
+    assert all(r["passed"] for r in result["parts"].values()), text
