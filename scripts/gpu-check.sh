@@ -19,7 +19,9 @@
 # page counts both parts' tests.
 # A partial set: NOTEBOOKS="solutions/*/*.ipynb" TESTS="tests/test_labs.py" (the page
 # then says what ran).
-# On the course's GPU test machine, which reaches no package index, first fetch the
+# numba-cuda's own tests (tests/test_uninstall.py) need filecheck: pip download --no-deps
+# --only-binary=:all: filecheck -d .whl. On the course's GPU test machine, which reaches
+# no package index, first fetch the
 # missing wheels here with ../shared/tools/gpu-wheels.sh .whl and carry .whl along.
 # One command may run 10 minutes at most on the course's GPU machines. A whole notebooks
 # run took 6 to 10 minutes on an H100 and an H200 (the capstone 1 to 2.5 of them per copy,

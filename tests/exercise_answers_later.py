@@ -469,6 +469,13 @@ def wait_quietly(stream):
     while not done.query():
         pass
 """, "keeps a CPU core busy"),
+        "a plain event marked blocking_sync by hand": ("""
+def wait_quietly(stream):
+    done = cuda.event()
+    done.blocking_sync = True
+    done.record(stream)
+    done.synchronize()
+""", "without blocking_sync"),
     },
     ("09", 1, "scratch_step"): {
         "cuda.device_array": ("""

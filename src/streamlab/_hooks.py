@@ -30,6 +30,7 @@ import threading
 
 import numpy as np
 
+from . import _patching
 from . import graphs as _graphs
 from . import ops
 from ._device import on_simulator
@@ -37,7 +38,6 @@ from ._kernelinfo import ATOMIC, WRITE, access_modes, parameter_names
 from .ops import Region, allocation, describe_array, device_owner, emit, host_owner, \
     merge_pieces, observing, recording, region_of
 
-_patches: list[tuple[object, str, object]] = []
 _tls = threading.local()
 _footprint = {"current": None}  # the simulated kernel running now, while recording
 _slept: dict = {"current": None}  # simulated thread -> ns it slept (cuda.nanosleep), per launch
@@ -46,23 +46,11 @@ _installed = {"done": False}
 
 
 def _patch(owner, name: str, make, timed: bool = True) -> None:
-    """Replace ``owner.name`` with ``make(original)``; ``timed``: a model GPU is told when
-    the call begins and ends (see :func:`streamlab.ops.timed`)."""
-    original = getattr(owner, name)
-    _patches.append((owner, name, original))
-    made = make(original)
-    setattr(owner, name, ops.timed(made) if timed else made)
-
-
-def _patch_everywhere(original, replacement, prefix: str = "numba.cuda") -> None:
-    """Replace ``original`` in every loaded module under ``prefix`` that names it."""
-    for modname, mod in list(sys.modules.items()):
-        if mod is None or not (modname == prefix or modname.startswith(prefix + ".")):
-            continue
-        for attr, value in list(vars(mod).items()):
-            if value is original:
-                _patches.append((mod, attr, original))
-                setattr(mod, attr, replacement)
+    """Replace ``owner.name`` with ``make(original)``, in the registry that
+    :func:`uninstall` undoes; ``timed``: a model GPU is told when the call begins and ends
+    (see :func:`streamlab.ops.timed`)."""
+    made = make(getattr(owner, name))
+    _patching.patch(owner, name, ops.timed(made) if timed else made)
 
 
 def install() -> None:
@@ -79,7 +67,11 @@ def install() -> None:
 
 def _install_threads() -> None:
     """``Thread.start`` and ``Thread.join`` order host threads: what a thread did before
-    starting another comes before all the new one does; a join waits for all of it."""
+    starting another comes before all the new one does; a join waits for all of it.
+
+    Replaced for the whole process, not only inside ``record_ops``/``race_check``: a
+    thread started before a recording begins may be joined inside it, and the recorder
+    must see that join. Outside a recording the wrappers only call the originals."""
 
     def learners(frame) -> bool:  # started or joined by the program, not by a library
         return not frame.f_code.co_filename.startswith(ops._library_dirs())
@@ -106,10 +98,12 @@ def _install_threads() -> None:
 
 
 def uninstall() -> None:
-    """Put back every function that :func:`install` wrapped, in reverse order."""
-    while _patches:
-        owner, name, original = _patches.pop()
-        setattr(owner, name, original)
+    """Put back every object streamlab replaced: numba's functions that :func:`install`
+    wrapped, the simulator's gaps that :mod:`streamlab._simfill` filled, the thread hooks
+    and IPython's error display (one registry, :mod:`streamlab._patching`, latest first).
+    Afterwards numba behaves as if streamlab had never been imported; recording, race
+    checks and, on the simulator, the model GPU's times are gone with it."""
+    _patching.undo_all()
     _installed["done"] = False
 
 
@@ -567,7 +561,7 @@ def _sim_copies() -> None:  # noqa: C901  (three copies, each with its capture)
 
     original_to_device = sim_da.to_device
     wrapped = ops.timed(to_device_wrap(original_to_device))
-    _patch_everywhere(original_to_device, wrapped)
+    _patching.patch_everywhere(original_to_device, wrapped)
     _patch(fake, "copy_to_host", copy_to_host)
     _patch(fake, "copy_to_device", copy_to_device)
 

@@ -1,6 +1,8 @@
 """Fill the gaps of Numba's CUDA simulator so that real numba.cuda code runs unchanged.
 
-Applied only when streamlab chose the simulator; the GPU path is never touched.
+Applied only when streamlab chose the simulator; the GPU path is never touched. Every
+fill goes through streamlab's one registry of patches (:mod:`streamlab._patching`), and
+``streamlab.uninstall()`` takes them all out again.
 What each fill does (numba-cuda 0.30's simulator alone, then with streamlab):
 
 - ``cuda.event(timing=...)``: TypeError -> accepted.
@@ -10,7 +12,9 @@ What each fill does (numba-cuda 0.30's simulator alone, then with streamlab):
 - ``cuda.event_elapsed_time(a, b)``: missing -> as on a GPU.
 - ``cuda.stream()`` and the default streams: one handle-less object -> distinct
   streams with handles 0 (default), 1 (legacy), 2 (per-thread), like the GPU's.
-- ``cuda.external_stream(ptr)``: RuntimeError -> a stream with that handle.
+- ``cuda.external_stream(ptr)``: left as numba has it (RuntimeError: external streams
+  are unsupported in the simulator), so that numba-cuda's own tests give the same
+  results with streamlab imported as without (``scripts/numba_own_tests.py``).
 - ``cuda.pinned(a, b, ...)``: one array only -> any number.
 - ``cuda.mapped_array(...)``: a device array -> a host array kernels write.
 - ``cuda.pinned_array`` / ``cuda.pinned(a)``: unmarked -> marked as pinned, so that
@@ -40,12 +44,9 @@ import numpy as np
 
 from . import graphs
 from ._pinned import SimMappedArray, SimPinnedArray, _pinned_ids, allocated, is_pinned  # noqa: F401
+from ._patching import patch, patch_everywhere
 from .ops import emit, timed
-
-# CUDA's special stream handles, as numba uses them on a GPU.
-DEFAULT_HANDLE = 0  # CU_STREAM_DEFAULT: numba's cuda.default_stream()
-LEGACY_HANDLE = 1  # CU_STREAM_LEGACY
-PER_THREAD_HANDLE = 2  # CU_STREAM_PER_THREAD
+from .streams import DEFAULT_HANDLE, LEGACY_HANDLE, PER_THREAD_HANDLE  # CUDA's own handles
 
 _handles = itertools.count(0x1000)
 
@@ -64,8 +65,8 @@ def apply(cuda) -> None:
     stream_cls, event_cls = _stream_and_event_classes()
     fills = {**_stream_and_event_calls(stream_cls, event_cls), **_memory_calls()}
     for name, value in fills.items():
-        setattr(cuda, name, value)
-    sim_api.synchronize = fills["synchronize"]  # the same function by any name
+        patch(cuda, name, value)
+    patch(sim_api, "synchronize", fills["synchronize"])  # the same function by any name
     _contexts_synchronize(cuda)
     _to_device_takes_pinned_arrays()
     _launches_take_turns()
@@ -88,11 +89,9 @@ def _stream_and_event_classes():
     class SimStream(base_stream):
         """A simulator stream with a handle and the GPU stream's attributes."""
 
-        def __init__(self, handle=None, *, nonblocking=False, priority=0, external=False):
+        def __init__(self, handle=None):
+            # (its kind and priority: streamlab.stream_info, from its creation)
             self.handle = next(_handles) if handle is None else int(handle)
-            self.nonblocking = bool(nonblocking)
-            self.priority = int(priority)
-            self.external = external
 
         def __int__(self):
             return self.handle
@@ -246,11 +245,6 @@ def _stream_and_event_calls(SimStream, SimEvent) -> dict:  # noqa: N803  (classe
     def per_thread_default_stream():
         return SimStream(PER_THREAD_HANDLE)
 
-    def external_stream(ptr):
-        if not isinstance(ptr, int):
-            raise TypeError(f"external_stream expects the stream's address as an int, got {ptr!r}")
-        return SimStream(ptr, external=True)
-
     @timed
     def synchronize():
         graphs.sim_refuse_sync("cuda.synchronize()")
@@ -266,7 +260,6 @@ def _stream_and_event_calls(SimStream, SimEvent) -> dict:  # noqa: N803  (classe
         "default_stream": default_stream,
         "legacy_default_stream": legacy_default_stream,
         "per_thread_default_stream": per_thread_default_stream,
-        "external_stream": external_stream,
         "synchronize": synchronize,
     }
 
@@ -274,6 +267,7 @@ def _stream_and_event_calls(SimStream, SimEvent) -> dict:  # noqa: N803  (classe
 def _memory_calls() -> dict:
     """cuda.pinned (any number of arrays), pinned_array(_like) and mapped_array; and
     device_array(_like), refused inside a strict graph capture (see streamlab.graphs)."""
+    from numba.cuda.simulator.cudadrv import devicearray as sim_da
 
     @contextlib.contextmanager
     def pinned(*arylist):
@@ -291,8 +285,9 @@ def _memory_calls() -> dict:
         return allocated(np.ndarray(shape=shape, dtype=dtype, strides=strides,
                                     order=order).view(SimPinnedArray))
 
-    def pinned_array_like(ary):
-        return pinned_array(ary.shape, ary.dtype)
+    def pinned_array_like(ary):  # the layout numba's own gives (a Fortran array's too)
+        return pinned_array(ary.shape, ary.dtype, strides=sim_da._contiguous_strides_like_array(ary),
+                            order=sim_da._order_like_array(ary))
 
     def mapped_array(shape, dtype=np.float64, strides=None, order="C", stream=0,
                      portable=False, wc=False):
@@ -337,7 +332,7 @@ def _contexts_synchronize(cuda) -> None:
     def synchronize(self):
         return cuda.synchronize()
 
-    devices.FakeCUDAContext.synchronize = synchronize
+    patch(devices.FakeCUDAContext, "synchronize", synchronize)
 
 
 def _to_device_takes_pinned_arrays() -> None:
@@ -345,8 +340,6 @@ def _to_device_takes_pinned_arrays() -> None:
     device array made of a SimPinnedArray breaks its next copy_to_device: copy a pinned
     or mapped array as the plain ndarray it is. Replaced by every name numba gives it, so
     that the hooks (installed next) find and wrap this one."""
-    import sys
-
     from numba.cuda.simulator.cudadrv import devicearray as sim_da
 
     original = sim_da.to_device
@@ -356,11 +349,7 @@ def _to_device_takes_pinned_arrays() -> None:
             ary = ary.view(np.ndarray)
         return original(ary, stream=stream, copy=copy, to=to)
 
-    for name, module in list(sys.modules.items()):
-        if module is not None and (name == "numba.cuda" or name.startswith("numba.cuda.")):
-            for attr, value in list(vars(module).items()):
-                if value is original:
-                    setattr(module, attr, to_device)
+    patch_everywhere(original, to_device)
 
 
 def _launches_take_turns() -> None:
@@ -376,7 +365,7 @@ def _launches_take_turns() -> None:
         with launch_lock:
             return original_call(self, *args)
 
-    sim_kernel.FakeCUDAKernel.__call__ = locked_call
+    patch(sim_kernel.FakeCUDAKernel, "__call__", locked_call)
 
 
 def _each_configuration_its_own() -> None:
@@ -399,7 +388,7 @@ def _each_configuration_its_own() -> None:
             launch.dynshared_size = configuration[3]
         return launch
 
-    sim_kernel.FakeCUDAKernel.__getitem__ = configure
+    patch(sim_kernel.FakeCUDAKernel, "__getitem__", configure)
 
 
 def _kernels_get_nanosleep() -> None:
@@ -416,4 +405,4 @@ def _kernels_get_nanosleep() -> None:
 
     fake = kernelapi.FakeCUDAModule
     if not hasattr(fake, "nanosleep"):
-        fake.nanosleep = nanosleep
+        patch(fake, "nanosleep", nanosleep)

@@ -574,15 +574,15 @@ def sim_refuse_legacy(what: str, stream) -> None:
     cuda.core's own streams (the builder's, split()'s) are non-blocking: no refusal."""
     if not _active:
         return
-    if stream is not None and stream != 0:
-        from .streams import LEGACY_DEFAULT, stream_info
+    from .streams import LEGACY_DEFAULT, NON_BLOCKING, stream_info
 
+    if stream is not None and stream != 0:
         if isinstance(stream, (SimGraphBuilder, SimCoreStream)) or \
                 stream_info(stream).kind != LEGACY_DEFAULT:
             return
     with _lock:
         blocking = {lane.capture for lane in _active.values()
-                    if not getattr(lane.stream, "nonblocking", False)}
+                    if stream_info(lane.stream).kind != NON_BLOCKING}
     if not blocking:
         return
     for c in blocking:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import threading
+import weakref
 from dataclasses import dataclass
 
 from numba import cuda
@@ -29,8 +30,12 @@ PER_THREAD_DEFAULT = "per-thread default"
 BLOCKING = "blocking"
 NON_BLOCKING = "non-blocking"
 
-_CU_STREAM_LEGACY = 1
-_CU_STREAM_PER_THREAD = 2
+# CUDA's handles for its default streams (the simulator gives its streams the same)
+DEFAULT_HANDLE = 0  # CU_STREAM_DEFAULT: numba's cuda.default_stream()
+LEGACY_HANDLE = 1  # CU_STREAM_LEGACY
+PER_THREAD_HANDLE = 2  # CU_STREAM_PER_THREAD
+_CU_STREAM_LEGACY = LEGACY_HANDLE
+_CU_STREAM_PER_THREAD = PER_THREAD_HANDLE
 _CU_STREAM_NON_BLOCKING = 1  # the stream flag
 
 
@@ -165,15 +170,17 @@ def _device_of(handle: int) -> int:
 
 
 def _sim_info(stream, handle: int) -> StreamInfo:
-    from ._simfill import DEFAULT_HANDLE, LEGACY_HANDLE, PER_THREAD_HANDLE
-
     if handle in (DEFAULT_HANDLE, LEGACY_HANDLE):
-        kind = LEGACY_DEFAULT
-    elif handle == PER_THREAD_HANDLE:
-        kind = PER_THREAD_DEFAULT
-    else:
-        kind = NON_BLOCKING if getattr(stream, "nonblocking", False) else BLOCKING
-    return StreamInfo(handle, kind, int(getattr(stream, "priority", 0)), 0)
+        return StreamInfo(handle, LEGACY_DEFAULT, 0, 0)
+    if handle == PER_THREAD_HANDLE:
+        return StreamInfo(handle, PER_THREAD_DEFAULT, 0, 0)
+    # As a GPU's driver knows a stream's flags from its creation alone, so does the
+    # simulator: an attribute set on a stream later (s.priority = -5) changes nothing.
+    nonblocking, priority = _sim_made.get(handle, (False, 0))
+    return StreamInfo(handle, NON_BLOCKING if nonblocking else BLOCKING, priority, 0)
+
+
+_sim_made: dict = {}  # simulator stream handle -> (nonblocking, priority), from stream()
 
 
 # The range of the H100s and H200s the course was measured on (GPU_NOTES): what the
@@ -230,8 +237,7 @@ def stream(*, nonblocking: bool = False, priority: int | None = None):
         )
     if on_simulator():
         s = cuda.stream()
-        s.nonblocking = nonblocking
-        s.priority = priority
+        _sim_made[handle_of(s)] = (nonblocking, priority)
         return s
     from cuda.bindings import driver as cu
     from numba.cuda.cudadrv import driver as nbdriver
@@ -281,7 +287,21 @@ def event(*, timing: bool = True, blocking_sync: bool = False):
         _check(err, "cuEventCreate")
         ev = nbdriver.Event(handle, finalizer=nbdriver._event_finalizer(ctx.deallocations, handle))
     ev.timing, ev.blocking_sync = timing, blocking_sync
+    _blocking_events[ev] = blocking_sync
     return ev
+
+
+_blocking_events: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def is_blocking_sync(ev) -> bool:
+    """Was ``ev`` made to sleep in ``synchronize()`` (:func:`event` with
+    ``blocking_sync=True``)? Known from its creation, as the driver knows it: setting
+    ``ev.blocking_sync = True`` on an event made otherwise changes nothing."""
+    try:
+        return _blocking_events.get(ev, False)
+    except TypeError:  # not weakly referable: not an event made here
+        return False
 
 
 def _check(err, what: str) -> None:

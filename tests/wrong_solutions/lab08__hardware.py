@@ -31,6 +31,12 @@ _WRONG = {
     "urgent on a plain numba stream": (1, RIGHT_PART1.replace(
         "high = streamlab.stream(priority=greatest)", "high = cuda.stream()"),
         "give it the highest priority"),
+    "plain numba streams given a priority attribute by hand": (1, RIGHT_PART1.replace(
+        "low = streamlab.stream(priority=least)",
+        "low = cuda.stream()\n    low.priority = least").replace(
+        "high = streamlab.stream(priority=greatest)",
+        "high = cuda.stream()\n    high.priority = greatest"),
+        "give it the highest priority"),
     "urgent in the background's stream": (1, RIGHT_PART1.replace(
         "urgent[1, 32, high]", "urgent[1, 32, low]"), "give it the highest priority"),
     "both streams at the highest priority": (1, RIGHT_PART1.replace(

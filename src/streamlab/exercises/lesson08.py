@@ -14,6 +14,7 @@ from .. import check
 from ..labs import no_races, none_ordered
 from ..ops import internal, record_ops
 from ..order import analyze
+from ..streams import is_blocking_sync
 from ..watched import watch
 from . import N, exercise, once_in
 
@@ -86,7 +87,7 @@ def check_exercise2(wait_quietly):
             check.fail(f"{spinning[0].describe()} keeps a CPU core busy while it waits: "
                        f"record an event made with streamlab.event(blocking_sync=True) in "
                        f"the stream, and synchronize that")
-        if not any(getattr(op.event, "blocking_sync", False) for op in waits):
+        if not any(is_blocking_sync(op.event) for op in waits):
             check.fail("this event was made without blocking_sync, so its synchronize "
                        "spins on a CPU core: make it with "
                        "streamlab.event(blocking_sync=True)")

@@ -197,8 +197,12 @@ def install_ipython_display() -> None:
 
     from ..order import RaceError
 
+    from .._patching import remember
+
     shell = get_ipython()
     if shell is not None and hasattr(shell, "set_custom_exc"):
+        remember(shell, "custom_exceptions")  # what set_custom_exc sets, for uninstall()
+        remember(shell, "CustomTB")
         shell.set_custom_exc((Exception,), _show_error)
 
 

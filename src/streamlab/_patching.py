@@ -1,0 +1,69 @@
+"""The one registry of what streamlab replaces outside itself.
+
+Every attribute that streamlab sets on numba's modules and classes, on the simulator's,
+on ``threading.Thread`` and on IPython's shell goes through :func:`patch` (or
+:func:`remember`, for a change that a library's own setter makes), and
+:func:`undo_all` puts each one back as it was, an attribute that was absent removed
+again. ``streamlab.uninstall()`` calls it. Nothing here knows what a patch is for.
+
+>>> import types
+>>> box = types.SimpleNamespace(kept=1)
+>>> patch(box, "kept", 2); patch(box, "added", 3)
+>>> (box.kept, box.added)
+(2, 3)
+>>> undo_all(); (box.kept, hasattr(box, "added"))
+(1, False)
+"""
+
+from __future__ import annotations
+
+import sys
+
+_ABSENT = object()
+_undo: list[tuple[object, str, object]] = []
+
+
+def _own(owner, name: str):
+    """``owner``'s own value for ``name`` (not one it inherits), or _ABSENT."""
+    try:
+        return vars(owner).get(name, _ABSENT)
+    except TypeError:  # an object without a __dict__
+        return getattr(owner, name, _ABSENT)
+
+
+def remember(owner, name: str) -> None:
+    """Note ``owner.name`` as it is now, to be put back by :func:`undo_all`."""
+    _undo.append((owner, name, _own(owner, name)))
+
+
+def patch(owner, name: str, value) -> None:
+    """Set ``owner.name = value``, noting what was there."""
+    remember(owner, name)
+    setattr(owner, name, value)
+
+
+def patch_everywhere(original, replacement, prefix: str = "numba.cuda") -> None:
+    """Replace ``original`` by ``replacement`` in every loaded module under ``prefix``
+    that holds it (a function that other modules imported by name)."""
+    for modname, mod in list(sys.modules.items()):
+        if mod is None or not (modname == prefix or modname.startswith(prefix + ".")):
+            continue
+        for attr, value in list(vars(mod).items()):
+            if value is original:
+                patch(mod, attr, replacement)
+
+
+def undo_all() -> None:
+    """Put back everything noted, the latest first."""
+    while _undo:
+        owner, name, original = _undo.pop()
+        if original is _ABSENT:
+            if name in getattr(owner, "__dict__", {}):
+                delattr(owner, name)
+        else:
+            setattr(owner, name, original)
+
+
+def patched() -> list[tuple[object, str]]:
+    """What is replaced now, in the order it was: (owner, attribute name) pairs."""
+    return [(owner, name) for owner, name, _ in _undo]

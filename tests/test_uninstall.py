@@ -1,0 +1,151 @@
+"""What streamlab changes in numba, and what it gives back.
+
+``streamlab.uninstall()`` puts back every object streamlab replaced: each module and class
+of numba (and ``threading.Thread``) holds exactly what it held before ``import
+streamlab``, on the simulator and on a GPU (run in a fresh Python, where numba's modules
+are loaded and looked at first). And numba-cuda's own tests give the same outcome with
+streamlab imported as without (scripts/numba_own_tests.py)."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+PROGRAM = textwrap.dedent('''
+    import importlib, inspect, json, sys, threading
+    simulator = sys.argv[1] == "sim"
+    import numba.cuda
+    from numba.cuda import dispatcher                          # what the GPU hooks wrap
+    for name in (["numba.cuda.simulator.api", "numba.cuda.simulator.kernel",
+                  "numba.cuda.simulator.kernelapi", "numba.cuda.simulator.cudadrv.devices",
+                  "numba.cuda.simulator.cudadrv.devicearray"] if simulator else
+                 ["numba.cuda.cudadrv.driver", "numba.cuda.args"]):
+        importlib.import_module(name)
+
+    def owners():
+        """Every loaded numba module, each class defined in one, and threading.Thread."""
+        found = {"threading.Thread": threading.Thread}
+        for modname, mod in list(sys.modules.items()):
+            if mod is None or not modname.startswith("numba"):
+                continue
+            found[modname] = mod
+            for attr, value in list(vars(mod).items()):
+                if inspect.isclass(value) and getattr(value, "__module__", "") == modname:
+                    found[f"{modname}.{attr}"] = value
+        return found
+
+    def snapshot():
+        return {key: dict(vars(obj)) for key, obj in owners().items()}
+
+    def differences(before):
+        out = []
+        for key, obj in owners().items():
+            if key not in before:
+                continue
+            now, then = dict(vars(obj)), before[key]
+            for name in set(now) | set(then):
+                if name in ("__dict__", "__weakref__", "__annotations__"):
+                    continue
+                if now.get(name, then) is not then.get(name, now):
+                    out.append(f"{key}.{name}")
+        return sorted(out)
+
+    before = snapshot()
+    import streamlab
+    from streamlab import _patching
+    changed = differences(before)
+    known = set(before)
+    unseen = sorted({f"{getattr(o, '__module__', '')}.{getattr(o, '__qualname__', o)}:{n}"
+                     for o, n in _patching.patched()
+                     if not any(o is obj for key, obj in owners().items() if key in known)})
+    streamlab.uninstall()
+    left = differences(before)
+    # plain numba works afterwards
+    from numba import cuda
+    import numpy as np
+
+    @cuda.jit
+    def add_one(a):
+        i = cuda.grid(1)
+        if i < a.size:
+            a[i] += 1
+
+    a = cuda.to_device(np.zeros(8, np.float32))
+    s = cuda.stream()
+    add_one[1, 8, s](a)
+    s.synchronize()
+    print(json.dumps({"changed": changed, "left": left, "unseen": unseen,
+                      "stream_class": type(s).__module__ + "." + type(s).__name__,
+                      "works": a.copy_to_host().tolist() == [1.0] * 8}))
+''')
+
+
+def run(mode):
+    env = dict(os.environ, STREAMLAB_QUIET="1", STREAMLAB_DEVICE=mode)
+    env.pop("STREAMLAB_RACE_CHECK", None)
+    if mode == "sim":
+        env["NUMBA_ENABLE_CUDASIM"] = "1"
+    else:
+        env.pop("NUMBA_ENABLE_CUDASIM", None)
+    r = subprocess.run([sys.executable, "-c", PROGRAM, "sim" if mode == "sim" else "gpu"],
+                       capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def check(out, patched_at_least):
+    assert len(out["changed"]) >= patched_at_least, \
+        f"import streamlab changed only {out['changed']}: the test no longer sees its patches"
+    assert not out["unseen"], (f"patched objects this test does not look at (load their "
+                               f"modules first): {out['unseen']}")
+    assert not out["left"], f"still replaced after streamlab.uninstall(): {out['left']}"
+    assert out["works"]
+
+
+def test_uninstall_puts_back_every_object_on_the_simulator():
+    out = run("sim")
+    check(out, 20)  # the simulator's fills and the hooks
+    assert out["stream_class"].startswith("numba.cuda.simulator"), out["stream_class"]
+
+
+@pytest.mark.gpu
+def test_uninstall_puts_back_every_object_on_a_gpu():
+    out = run("gpu")
+    check(out, 10)
+    assert out["stream_class"] == "numba.cuda.cudadrv.driver.Stream", out["stream_class"]
+
+
+def own_tests(*args):
+    return subprocess.run([sys.executable, str(ROOT / "scripts" / "numba_own_tests.py"), *args],
+                          capture_output=True, text=True, timeout=1800)
+
+
+def test_numba_cudas_own_tests_cannot_tell_streamlab_is_imported_on_the_simulator():
+    r = own_tests()
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert "Every test has the same outcome both ways" in r.stdout
+    assert " passed" in r.stdout  # it ran tests, not nothing
+
+
+def test_the_comparison_names_a_test_whose_outcome_differs():
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import numba_own_tests
+    finally:
+        sys.path.pop(0)
+    differ = numba_own_tests.compare({"a": "passed", "b": "skipped"},
+                                     {"a": "failed", "b": "skipped", "c": "passed"})
+    assert differ == [("a", "passed", "failed"), ("c", "not run", "passed")]
+
+
+@pytest.mark.gpu
+def test_numba_cudas_own_tests_cannot_tell_streamlab_is_imported_on_a_gpu():
+    r = own_tests("--gpu")
+    print(r.stdout)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
