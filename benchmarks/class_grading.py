@@ -102,12 +102,16 @@ def _stage(d: Path) -> dict:
 
 def stage_judge(d: Path, workers: list[int], gpus: list[int], timeout: float,
                 within: float | None = None) -> None:
-    from dask.distributed import Client, LocalCluster
+    stage = _stage(d)  # (a folder without a prepared class is refused before any import)
+    try:
+        from dask.distributed import Client, LocalCluster
+    except ImportError:
+        raise SystemExit("--stage judge needs Dask (pip install 'dask[distributed]', "
+                         "or the course's test extra)") from None
 
     import streamlab
     from streamlab.grading.classroom import judge_class, prepared
 
-    stage = _stage(d)
     course = d / "class"
     visible = 0 if streamlab.on_simulator() else _visible()
     if gpus:

@@ -6,7 +6,8 @@ this shows that numba's own tests cannot tell, on the simulator and on a GPU.
     python scripts/numba_own_tests.py --gpu      # the GPU
 
 It prints each way's totals and every test whose outcome differs, and exits 1 if any
-does. numba-cuda's tests need the ``filecheck`` package (in the course's test extra).
+does. A test module this machine cannot import (a library it lacks) is listed with the
+reason; it counts as a difference only if it loads one way and not the other. numba-cuda's tests need the ``filecheck`` package (in the course's test extra).
 The set: numba-cuda's ``cudadrv``, ``cudasim`` and ``doc_examples`` test packages, and
 its ``cudapy`` modules on streams, synchronisation and arrays (what streamlab touches).
 """
@@ -42,7 +43,11 @@ class Result(unittest.TestResult):
         outcomes[test.id()] = what
     def addSuccess(self, test): outcomes.setdefault(test.id(), "passed")
     def addFailure(self, test, err): self._put(test, "failed")
-    def addError(self, test, err): self._put(test, "error")
+    def addError(self, test, err):
+        if "_FailedTest" in test.id():  # a module that could not be imported here
+            self._put(test, "not loadable: " + str(err[1]).strip().splitlines()[-1][:200])
+        else:
+            self._put(test, "error")
     def addSkip(self, test, reason): self._put(test, "skipped")
     def addExpectedFailure(self, test, err): self._put(test, "xfailed")
     def addUnexpectedSuccess(self, test): self._put(test, "xpassed")
@@ -73,18 +78,24 @@ def run(way: str, gpu: bool, suites: list[str]) -> dict[str, str]:
         raise SystemExit(f"numba's tests did not finish {way} streamlab (exit "
                          f"{r.returncode}):\n{r.stderr[-3000:]}")
     outcomes = json.loads(line[len("OUTCOMES "):])
-    broken = [t for t, o in outcomes.items() if "_FailedTest" in t]
-    if broken:
-        raise SystemExit(f"numba's tests could not be loaded {way} streamlab: {broken[:5]} "
-                         f"(is the filecheck package installed? pip install filecheck)")
+    if any("filecheck" in o for o in outcomes.values() if o.startswith("not loadable")):
+        raise SystemExit("numba-cuda's tests need the filecheck package: pip install "
+                         "filecheck (it is in the course's test extra)")
     return outcomes
 
 
 def totals(outcomes: dict[str, str]) -> str:
     counts: dict[str, int] = {}
     for o in outcomes.values():
+        o = "not loadable" if o.startswith("not loadable") else o
         counts[o] = counts.get(o, 0) + 1
     return ", ".join(f"{n} {o}" for o, n in sorted(counts.items()))
+
+
+def unloadable(outcomes: dict[str, str]) -> list[str]:
+    """The test modules that could not be imported on this machine, and why."""
+    return [f"{t.rsplit('.', 1)[-1]}: {o[len('not loadable: '):]}"
+            for t, o in sorted(outcomes.items()) if o.startswith("not loadable")]
 
 
 def compare(without: dict[str, str], with_: dict[str, str]) -> list[tuple[str, str, str]]:
@@ -107,6 +118,8 @@ def main(argv=None) -> int:
     print(f"numba-cuda's own tests on the {where}, {len(without)} outcomes each way")
     print(f"| way | outcomes |\n| --- | --- |\n| without streamlab | {totals(without)} |\n"
           f"| with `import streamlab` first | {totals(with_)} |")
+    for line in unloadable(without):
+        print(f"- not loadable here either way (a missing library, not streamlab): {line}")
     if differ:
         print(f"\n{len(differ)} test(s) differ:")
         for test, a, b in differ:

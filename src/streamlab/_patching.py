@@ -6,12 +6,15 @@ on ``threading.Thread`` and on IPython's shell goes through :func:`patch` (or
 :func:`undo_all` puts each one back as it was, an attribute that was absent removed
 again. ``streamlab.uninstall()`` calls it. Nothing here knows what a patch is for.
 
+A :class:`Registry` of its own keeps an example apart from streamlab's patches:
+
 >>> import types
 >>> box = types.SimpleNamespace(kept=1)
->>> patch(box, "kept", 2); patch(box, "added", 3)
+>>> registry = Registry()
+>>> registry.patch(box, "kept", 2); registry.patch(box, "added", 3)
 >>> (box.kept, box.added)
 (2, 3)
->>> undo_all(); (box.kept, hasattr(box, "added"))
+>>> registry.undo_all(); (box.kept, hasattr(box, "added"))
 (1, False)
 """
 
@@ -20,7 +23,6 @@ from __future__ import annotations
 import sys
 
 _ABSENT = object()
-_undo: list[tuple[object, str, object]] = []
 
 
 def _own(owner, name: str):
@@ -31,39 +33,49 @@ def _own(owner, name: str):
         return getattr(owner, name, _ABSENT)
 
 
-def remember(owner, name: str) -> None:
-    """Note ``owner.name`` as it is now, to be put back by :func:`undo_all`."""
-    _undo.append((owner, name, _own(owner, name)))
+class Registry:
+    """What was replaced, in order, and how to put it back."""
+
+    def __init__(self):
+        self._undo: list[tuple[object, str, object]] = []
+
+    def remember(self, owner, name: str) -> None:
+        """Note ``owner.name`` as it is now, to be put back by :meth:`undo_all`."""
+        self._undo.append((owner, name, _own(owner, name)))
+
+    def patch(self, owner, name: str, value) -> None:
+        """Set ``owner.name = value``, noting what was there."""
+        self.remember(owner, name)
+        setattr(owner, name, value)
+
+    def patch_everywhere(self, original, replacement, prefix: str = "numba.cuda") -> None:
+        """Replace ``original`` by ``replacement`` in every loaded module under ``prefix``
+        that holds it (a function that other modules imported by name)."""
+        for modname, mod in list(sys.modules.items()):
+            if mod is None or not (modname == prefix or modname.startswith(prefix + ".")):
+                continue
+            for attr, value in list(vars(mod).items()):
+                if value is original:
+                    self.patch(mod, attr, replacement)
+
+    def undo_all(self) -> None:
+        """Put back everything noted, the latest first."""
+        while self._undo:
+            owner, name, original = self._undo.pop()
+            if original is _ABSENT:
+                if name in getattr(owner, "__dict__", {}):
+                    delattr(owner, name)
+            else:
+                setattr(owner, name, original)
+
+    def patched(self) -> list[tuple[object, str]]:
+        """What is replaced now, in the order it was: (owner, attribute name) pairs."""
+        return [(owner, name) for owner, name, _ in self._undo]
 
 
-def patch(owner, name: str, value) -> None:
-    """Set ``owner.name = value``, noting what was there."""
-    remember(owner, name)
-    setattr(owner, name, value)
-
-
-def patch_everywhere(original, replacement, prefix: str = "numba.cuda") -> None:
-    """Replace ``original`` by ``replacement`` in every loaded module under ``prefix``
-    that holds it (a function that other modules imported by name)."""
-    for modname, mod in list(sys.modules.items()):
-        if mod is None or not (modname == prefix or modname.startswith(prefix + ".")):
-            continue
-        for attr, value in list(vars(mod).items()):
-            if value is original:
-                patch(mod, attr, replacement)
-
-
-def undo_all() -> None:
-    """Put back everything noted, the latest first."""
-    while _undo:
-        owner, name, original = _undo.pop()
-        if original is _ABSENT:
-            if name in getattr(owner, "__dict__", {}):
-                delattr(owner, name)
-        else:
-            setattr(owner, name, original)
-
-
-def patched() -> list[tuple[object, str]]:
-    """What is replaced now, in the order it was: (owner, attribute name) pairs."""
-    return [(owner, name) for owner, name, _ in _undo]
+_streamlab = Registry()  # streamlab's own: the one uninstall() empties
+remember = _streamlab.remember
+patch = _streamlab.patch
+patch_everywhere = _streamlab.patch_everywhere
+undo_all = _streamlab.undo_all
+patched = _streamlab.patched
