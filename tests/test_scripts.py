@@ -439,3 +439,19 @@ def test_the_gpu_class_script_says_what_it_lacks(tmp_path):
     (tmp_path / ".whl-class").mkdir()
     code, said = run("bench")
     assert code == 2 and "holds no prepared class" in said
+
+
+def test_the_numba_cuda_mlir_page_is_what_its_kept_run_gives():
+    """docs/numba-cuda-mlir.md (issue 31's forward path) is written from the kept run."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import try_numba_cuda_mlir
+
+    source = "docs/runs/numba-cuda-mlir/2026-11-26-h100.json"
+    report = json.loads((ROOT / source).read_text())
+    assert (ROOT / "docs" / "numba-cuda-mlir.md").read_text() == \
+        try_numba_cuda_mlir.page(report, source), \
+        f"run python scripts/try_numba_cuda_mlir.py --page {source} --out docs/numba-cuda-mlir.md"
+    lessons = [k for k in report if k.startswith("notebooks/")]
+    assert len(lessons) == 3 and all("/0" in k for k in lessons), lessons
+    with pytest.raises(SystemExit, match="give notebooks and --json"):
+        try_numba_cuda_mlir.main([])
