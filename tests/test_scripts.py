@@ -455,3 +455,17 @@ def test_the_numba_cuda_mlir_page_is_what_its_kept_run_gives():
     assert len(lessons) == 3 and all("/0" in k for k in lessons), lessons
     with pytest.raises(SystemExit, match="give notebooks and --json"):
         try_numba_cuda_mlir.main([])
+
+
+def test_the_trace_counts_the_package_files_a_path_passes_through():
+    """scripts/trace_files.py (issue 31: how many of the package's files one span becoming
+    a bar, and one exercise's verdict, pass through) counts what a traced path entered."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import trace_files
+
+    trace_files.span_to_bar()
+    got = trace_files.count(trace_files.span_to_bar)
+    assert {"timeline.py", "plot.py"} <= set(got["files"]), got["files"]
+    assert got["moves"] >= got["back"] >= 0 and got["moves"] >= len(got["files"]) - 1
+    nothing = trace_files.count(lambda: sum(range(10)))   # no package code: nothing counted
+    assert nothing == {"files": [], "moves": 0, "back": 0}

@@ -1,0 +1,118 @@
+"""How many of the package's files one thing passes through, counted by tracing.
+
+Issue 31 asks that one span becoming a bar on a plot visit at most 5 of streamlab's files
+on the simulator, and an exercise's verdict at most 6. This script runs each path once
+(after a warm-up run, so that imports and compiles are not counted) under
+``sys.setprofile``, follows every call, and counts the streamlab files the path entered
+and the calls from one of them into another (a move; a move into a file entered before
+is a move *back*: the package's middle calling up and down through itself).
+
+    python scripts/trace_files.py            # on the simulator (as CI runs)
+
+It prints a table (the path, files, moves, moves back, and the files in the order first
+entered) and exits 0; the issue's limits are shown beside the counts, not enforced.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+os.environ.setdefault("STREAMLAB_DEVICE", "sim")
+os.environ.setdefault("STREAMLAB_QUIET", "1")
+
+import numpy as np  # noqa: E402
+
+import streamlab  # noqa: E402
+from numba import cuda  # noqa: E402
+
+PACKAGE = str(Path(streamlab.__file__).parent) + os.sep
+LIMITS = {"one span becomes a bar": 5, "an exercise's verdict": 6}
+
+
+def count(run) -> dict:
+    """Trace ``run()``: the package files entered (in order), the calls from one package
+    file into another ("moves"), and those into a file entered before ("moves back")."""
+    order: list[str] = []
+    moves = back = 0
+
+    def where(frame):
+        name = frame.f_code.co_filename if frame is not None else ""
+        return name[len(PACKAGE):] if name.startswith(PACKAGE) else None
+
+    def profile(frame, event, arg):
+        nonlocal moves, back
+        if event != "call":
+            return
+        callee = where(frame)
+        if callee is None:
+            return
+        caller = where(frame.f_back)
+        if caller is not None and caller != callee:
+            moves += 1
+            back += callee in order
+        if callee not in order:
+            order.append(callee)
+
+    sys.setprofile(profile)
+    try:
+        run()
+    finally:
+        sys.setprofile(None)
+    return {"files": order, "moves": moves, "back": back}
+
+
+def span_to_bar():
+    """A timeline with one span around a launch, drawn as one bar."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    s = cuda.stream()
+    d = cuda.device_array(1, np.float32)
+    tl = streamlab.Timeline()
+    with tl.span("kernel", s):
+        streamlab.spin[1, 1, s](1000)
+    cuda.synchronize()
+    tl.trace().plot()
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
+    del d
+
+
+def exercise_verdict():
+    """Lesson 00's exercise 1 judged on its right answer."""
+    from streamlab.exercises.lesson00 import SPIN_NS, check_exercise1
+
+    def time_on(stream):
+        start, end = cuda.event(), cuda.event()
+        start.record(stream)
+        streamlab.spin[1, 1, stream](SPIN_NS)
+        end.record(stream)
+        end.synchronize()
+        return start.elapsed_time(end)
+
+    check_exercise1(time_on)
+
+
+PATHS = {"one span becomes a bar": span_to_bar, "an exercise's verdict": exercise_verdict}
+
+
+def main() -> int:
+    rows = []
+    for name, path in PATHS.items():
+        path()  # warm-up: imports and compiles happen here, not in the count
+        got = count(path)
+        rows.append((name, got))
+    print("| path | package files | issue 31's limit | moves between files | moves back | "
+          "files, in the order first entered |")
+    print("| --- | ---: | ---: | ---: | ---: | --- |")
+    for name, got in rows:
+        print(f"| {name} | {len(got['files'])} | {LIMITS[name]} | {got['moves']} | "
+              f"{got['back']} | {', '.join(got['files'])} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
