@@ -244,3 +244,40 @@ def test_replacing_what_the_hook_uses_while_reading_gets_nothing(tmp_path, name,
     boxed = run_part(cells, "check_part3", cwd=str(tmp_path), hide=[str(ROOT)],
                      sandbox="bwrap", timeout=120)
     assert not boxed.passed, boxed
+
+
+# Forging the verdict from inside the part's process (issue 32, item 1). Each answers part 3
+# of lab 02 with nothing solved, so a pass is a forgery.
+_FORGED = '{"passed": true, "message": "", "kind": "", "learner_errors": []}'
+_NOTHING = "\ndef add_in_two_streams(counter, s0, s1):\n    pass\n"
+_FROM_A_FRAME = '''
+import sys, os
+f = sys._getframe(0)
+while f is not None:
+    if "report" in f.f_locals:
+        f.f_locals["report"](True)
+        {after}
+    f = f.f_back
+''' + _NOTHING
+
+
+@pytest.mark.parametrize("code", [
+    f"import json\njson.dumps = lambda *a, **k: {_FORGED!r}\n" + _NOTHING,
+    "import json\n_real = json.dumps\njson.dumps = lambda obj, *a, **k: _real(dict(obj, "
+    "passed=True) if isinstance(obj, dict) else obj, *a, **k)\n" + _NOTHING,
+], ids=["json.dumps returns a pass", "json.dumps turns each verdict into a pass"])
+def test_a_verdict_forged_through_json_scores_nothing(tmp_path, code):
+    got = run_part(cheat(code), "check_part3", cwd=str(tmp_path), timeout=120, sandbox="off")
+    assert not got.passed and got.kind == "Tampered" and "json.dumps" in got.message, got
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "open (issue 32, item 1): the verdict is written from inside the part's process, so "
+    "code that finds the grader's report function on the stack can write a pass; the fix "
+    "judges outside the learner's process. Remove this mark when that lands."))
+@pytest.mark.parametrize("after", ["break", "os._exit(0)"],
+                         ids=["then the check fails", "then the process exits"])
+def test_a_verdict_forged_from_the_graders_frame_scores_nothing(tmp_path, after):
+    got = run_part(cheat(_FROM_A_FRAME.replace("{after}", after)), "check_part3",
+                   cwd=str(tmp_path), timeout=120, sandbox="off")
+    assert not got.passed, got

@@ -33,9 +33,13 @@ against the cheats a clever learner tries, not a security boundary): code that r
 copy of the solutions kept outside the course's folders; without bubblewrap, tricks
 below Python (``ctypes`` calling libc directly), or code that replaces what Python's
 ``os.path.realpath`` calls while it reads, that read the course's files; code that
-digs the verdict pipe's number out of the grader's memory and forges a verdict, or
-changes a running check's local variables through its frame. For an exam, grade inside
-a container that holds only the submissions.
+walks up the stack to the grader's own ``report`` function (a few lines with
+``sys._getframe``) and calls it with a pass, or digs the verdict pipe's number out of
+memory, or changes a running check's local variables through its frame: kept as expected
+failures in ``tests/test_grading_sandbox.py``, open until the checks judge outside the
+learner's process. (Replacing ``json.dumps``, through which verdicts were once written,
+now changes nothing and is named as tampering.) For an exam, grade inside a container
+that holds only the submissions.
 """
 
 from __future__ import annotations

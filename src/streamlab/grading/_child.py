@@ -14,12 +14,13 @@ import json
 import os
 import sys
 import traceback
+from json import dumps as _dumps  # bound before any learner code runs (see report)
 
 from .sandbox import inside
 
 # What the guard compares: objects learner code has no business replacing.
 WATCHED_MODULES = ("streamlab", "numba.cuda", "numpy", "builtins", "asyncio", "threading",
-                   "time", "math", "contextlib", "functools", "warnings", "logging")
+                   "time", "math", "contextlib", "functools", "warnings", "logging", "json")
 
 
 def _watched(name: str) -> bool:
@@ -172,9 +173,11 @@ def main() -> int:
     verdict = os.fdopen(verdict_fd, "w")
 
     def report(passed: bool, message: str = "", kind: str = "", errors=()):
-        verdict.write(f"{nonce} " + json.dumps({"passed": passed, "message": message,
-                                                 "kind": kind,
-                                                 "learner_errors": list(errors)}) + "\n")
+        # _dumps, not json.dumps: learner code that replaces json.dumps (to turn every
+        # verdict into a pass) changes nothing here, and the guard names it as tampering
+        verdict.write(f"{nonce} " + _dumps({"passed": passed, "message": message,
+                                            "kind": kind,
+                                            "learner_errors": list(errors)}) + "\n")
         verdict.flush()
 
     import streamlab  # noqa: F401  (hooks installed, simulator or GPU chosen)
