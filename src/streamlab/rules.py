@@ -12,7 +12,7 @@ than *do_work was called*; *every copy of the pipeline was asynchronous* rather 
 >>> s = cuda.stream()
 >>> d = cuda.device_array(4, np.float32)
 >>> with streamlab.record_ops() as ops:
-...     _ = d.copy_to_host(np.zeros(4, np.float32), stream=s)   # into pageable memory
+...     d.copy_to_host(np.zeros(4, np.float32), stream=s)   # into pageable memory
 >>> rules.pinned_copies_only(ops, "the pipeline")
 Traceback (most recent call last):
 ...
