@@ -180,8 +180,18 @@ def test_the_first_minutes_of_a_learner(git_course, page):
         assert page.get_by_role("link", name="Eight kernels at once").count() >= 1  # labs
         page.get_by_role("link", name="Getting started: a first kernel, timing with "
                          "events, a first timeline").first.click()
+        # predict before you see: a cell for the learner's guess after each question, and
+        # what gives the answer away folded: the committed timeline under a question shows
+        # once its fold is opened (or the learner runs the cell: then their own run shows)
+        page.locator(".jp-Notebook .jp-MarkdownCell").filter(has_text="Your guess.").first \
+            .wait_for(timeout=60_000)
+        timeline = page.locator(".jp-CodeCell").filter(has_text='tl.name_stream(s, "work")').first
+        image = timeline.locator(".jp-OutputArea-output img").first
+        timeline.locator(".jp-OutputPlaceholder").wait_for(timeout=60_000)
+        assert not image.is_visible(), "the committed timeline shows before its fold is opened"
+        timeline.locator(".jp-OutputPlaceholder").click()
+        image.wait_for(timeout=30_000)
         run_all(page)
-        page.locator(".jp-OutputArea-output img").first.wait_for(timeout=180_000)
         exercise = page.locator(".jp-CodeCell").filter(has_text="def time_on(stream)").first
         exercise.locator(".jp-OutputArea-output").filter(
             has_text="Exercise 1: not done yet").wait_for(timeout=180_000)
@@ -190,6 +200,7 @@ def test_the_first_minutes_of_a_learner(git_course, page):
         page.keyboard.press("Shift+Enter")
         exercise.locator(".jp-OutputArea-output").filter(
             has_text="Exercise 1: passed").wait_for(timeout=60_000)
+
         # no save asked for: JupyterLab's autosave keeps it, in the learner's copy
         wait_for_file(mine, lambda p: cell_source(p, "def time_on") == ANSWER_00,
                       "the answer autosaved", timeout=10 * AUTOSAVE_S,

@@ -6,6 +6,7 @@ are served, the contents open rendered, and nbgrader's pieces are off unless --t
 
 import importlib.util
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -253,3 +254,57 @@ def test_jupyterlab_renders_every_cell_and_runs_as_root(tmp_path):
     lab.command(tmp_path, [])
     assert "defer" in tracker.read_text()
     assert "--ServerApp.allow_root=True" not in lab.command(tmp_path, [], as_root=False)
+
+
+def test_the_learners_copy_of_a_lesson_asks_for_a_guess_and_folds_the_answer(tmp_path):
+    """Predict before you see: in the learner's copy of every lesson, each question is
+    followed by a cell for their guess; the outputs of the code between the question and
+    its answer (the committed GPU run's) and the answer itself are folded. Every cell's
+    source, and every output, is still the course's; the solved copies are the course's
+    byte for byte."""
+    course = tmp_path / "course"
+    course.mkdir()
+    for name in ("README.md", "notebooks"):
+        src = ROOT / name
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, course / name)
+    ws = workspace.prepare(course).folder
+    questions = 0
+    for src in sorted((course / "notebooks").glob("*.ipynb")):
+        mine = ws / "notebooks" / src.name
+        if "__SOLUTION" in src.name:
+            assert mine.read_bytes() == src.read_bytes(), src.name
+            continue
+        theirs, view = json.loads(src.read_text()), json.loads(mine.read_text())
+        guesses = [c for c in view["cells"] if "guess" in c["metadata"].get("streamlab", {})]
+        kept = [c for c in view["cells"] if c not in guesses]
+        assert [(c["source"], c.get("outputs")) for c in kept] == \
+            [(c["source"], c.get("outputs")) for c in theirs["cells"]], src.name
+        asked, folded_code = None, 0
+        for i, cell in enumerate(view["cells"]):
+            text = "".join(cell["source"])
+            jupyter = cell["metadata"].get("jupyter", {})
+            if "**Question.**" in text:
+                questions += 1
+                asked, folded_code = i, 0
+                assert "guess" in view["cells"][i + 1]["metadata"].get("streamlab", {})
+                assert "**Your guess.**" in "".join(view["cells"][i + 1]["source"])
+            elif "**Answer.**" in text:
+                assert jupyter.get("source_hidden") is True, (src.name, i)
+                assert folded_code >= 1, f"{src.name}: question {asked} folds no output"
+                asked = None
+            elif cell["cell_type"] == "code":
+                folded = jupyter.get("outputs_hidden") is True
+                assert folded == (asked is not None), (src.name, i)
+                assert cell["metadata"].get("collapsed", False) == folded
+                folded_code += folded
+    assert questions >= 60, questions  # (69 when this was written)
+    assert workspace.changed_by_learner(course, ws) == []
+    # the learner's guess is their work: a start keeps it
+    lesson = ws / "notebooks" / "00__getting_started__first_timeline.ipynb"
+    nb = json.loads(lesson.read_text())
+    guess = next(c for c in nb["cells"] if "guess" in c["metadata"].get("streamlab", {}))
+    guess["source"] = "**Your guess.** About 1 ms: it compiles."
+    lesson.write_text(json.dumps(nb))
+    assert workspace.changed_by_learner(course, ws) == ["notebooks/" + lesson.name]
+    workspace.prepare(course, ws)
+    assert "About 1 ms" in lesson.read_text()

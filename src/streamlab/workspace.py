@@ -16,6 +16,13 @@ Each start brings the copy up to date with the course, file by file:
   changed it too, the start says so, and ``python -m streamlab reset NAME`` takes the
   course's version (the learner's own is kept in ``old-versions/``).
 
+**Predict before you see.** In the learner's copy of a lesson (not in its solved copy,
+nor in the course's files), each **Question.** is followed by a **Your guess.** cell for
+the learner's answer, and what would give the answer away is folded, with JupyterLab's own
+cell metadata (:func:`learner_view`): the outputs of the code cells between the question
+and its **Answer.** (the committed GPU run's numbers and timelines), and the answer's
+text. One click on a fold's bar opens it.
+
 ``my-work/.streamlab-workspace.json`` records the hash of each file as it was copied; that
 is how a learner's change is told from the course's. A notebook's hash leaves out what
 JupyterLab rewrites the moment a kernel connects, before anything is typed (the kernel's
@@ -47,8 +54,9 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["FOLDER", "MARKER", "ENV_VAR", "KERNEL_METADATA", "Sync", "WorkspaceError",
-           "location", "prepare", "reset", "course_files", "changed_by_learner", "content_hash"]
+__all__ = ["FOLDER", "MARKER", "ENV_VAR", "KERNEL_METADATA", "GUESS", "Sync", "WorkspaceError",
+           "location", "prepare", "reset", "course_files", "changed_by_learner", "content_hash",
+           "learner_view"]
 
 #: the learner's copy, inside the course folder (ignored by git)
 FOLDER = "my-work"
@@ -128,8 +136,11 @@ def content_hash(path: Path) -> str:
     >>> content_hash(p) == h
     True
     """
-    data = path.read_bytes()
-    if path.suffix == ".ipynb":
+    return _hash(path.read_bytes(), path.suffix)
+
+
+def _hash(data: bytes, suffix: str) -> str:
+    if suffix == ".ipynb":
         try:
             nb = json.loads(data, parse_float=_number)
         except ValueError:
@@ -141,6 +152,75 @@ def content_hash(path: Path) -> str:
             data = json.dumps(nb, sort_keys=True).encode()
     return hashlib.sha256(data).hexdigest()
 
+
+
+#: the cell put after each question in the learner's copy of a lesson
+GUESS = ("**Your guess.** Before you run the cells below, write your answer to the question "
+         "here, a number or which one it is, and why. Their outputs are folded away, and so "
+         "is the answer after them: run the cells, then open the folds (click the bar at "
+         "the left of one) to see the GPU's answer beside yours.")
+#: what marks the cells :func:`learner_view` made or folded (cell metadata)
+VIEW_KEY = "streamlab"
+
+
+def learner_view(nb: dict) -> dict:
+    """The learner's copy of lesson notebook ``nb`` (a dict, as ``json.load`` reads it):
+    after each **Question.** markdown cell, a **Your guess.** cell; the code cells
+    between the question and its **Answer.** with their outputs folded, and the answer
+    folded (JupyterLab's ``jupyter.outputs_hidden`` and ``collapsed``, and
+    ``jupyter.source_hidden``). Everything else, the cells' sources and the outputs
+    themselves included, is as the course has it.
+
+    >>> md = lambda text: {"cell_type": "markdown", "metadata": {}, "source": text}
+    >>> code = {"cell_type": "code", "metadata": {}, "source": "run()", "outputs": [],
+    ...         "execution_count": 1}
+    >>> view = learner_view({"cells": [md("**Question.** How fast?"), code,
+    ...                                md("**Answer.** Fast."), code]})
+    >>> ["".join(c["source"])[:16] for c in view["cells"]]
+    ['**Question.** Ho', '**Your guess.** ', 'run()', '**Answer.** Fast', 'run()']
+    >>> view["cells"][2]["metadata"], view["cells"][3]["metadata"]["jupyter"]
+    ({'collapsed': True, 'jupyter': {'outputs_hidden': True}}, {'source_hidden': True})
+    >>> view["cells"][4]["metadata"]
+    {}
+    """
+    out = json.loads(json.dumps(nb))  # a copy: the course's notebook stays as it is
+    if not isinstance(out.get("cells"), list):
+        return out
+    cells, asked = [], False
+    for cell in out["cells"]:
+        text = "".join(cell.get("source", ""))
+        if cell.get("cell_type") == "markdown" and "**Answer.**" in text and asked:
+            meta = cell.setdefault("metadata", {})
+            meta.setdefault("jupyter", {})["source_hidden"] = True
+            asked = False
+        elif cell.get("cell_type") == "code" and asked:
+            meta = cell.setdefault("metadata", {})
+            meta["collapsed"] = True
+            meta.setdefault("jupyter", {})["outputs_hidden"] = True
+        cells.append(cell)
+        if cell.get("cell_type") == "markdown" and "**Question.**" in text:
+            asked = True
+            # as JupyterLab writes a cell back (an id, the source as a list of lines), so
+            # that a lesson only opened and saved is not the learner's change
+            cells.append({"cell_type": "markdown", "id": f"guess-{len(cells)}",
+                          "metadata": {VIEW_KEY: {"guess": True}}, "source": [GUESS]})
+    out["cells"] = cells
+    return out
+
+
+def _copied_bytes(rel: str, src: Path) -> bytes:
+    """What the learner's copy of course file ``rel`` holds: a lesson's learner view, every
+    other file as it is."""
+    data = src.read_bytes()
+    if rel.startswith("notebooks/") and rel.endswith(".ipynb") and "__SOLUTION" not in rel:
+        try:
+            nb = json.loads(data)
+        except ValueError:
+            return data
+        view = learner_view(nb) if isinstance(nb, dict) else nb
+        if view != nb:  # (a lesson without questions is copied byte for byte)
+            return (json.dumps(view, indent=1, ensure_ascii=False) + "\n").encode()
+    return data
 
 
 def course_files(course: Path) -> dict[str, Path]:
@@ -204,7 +284,8 @@ def prepare(course: Path, ws: Path | None = None) -> Sync:
     sync = Sync(ws)
     for rel, src in course_files(course).items():
         dst = ws / rel
-        theirs = content_hash(src)
+        data = _copied_bytes(rel, src)
+        theirs = _hash(data, src.suffix)
         if not dst.exists():
             sync.new.append(rel)
         else:
@@ -218,7 +299,7 @@ def prepare(course: Path, ws: Path | None = None) -> Sync:
                 continue
             sync.updated.append(rel)
         dst.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(src, dst)
+        dst.write_bytes(data)
         copied[rel] = theirs
     _save(ws, record)
     return sync
@@ -272,14 +353,15 @@ def reset(course: Path, ws: Path | None, name: str) -> Path | None:
     (rel,) = hits
     record = _record(ws)
     dst, src = ws / rel, files[rel]
+    data = _copied_bytes(rel, src)
     kept = None
-    if dst.exists() and content_hash(dst) != content_hash(src):
+    if dst.exists() and content_hash(dst) != _hash(data, src.suffix):
         stamp = datetime.datetime.now().strftime("%Y-%m-%d_%H%M%S")
         kept = ws / OLD / f"{dst.stem}.{stamp}{dst.suffix}"
         kept.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(dst, kept)
     dst.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(src, dst)
-    record["files"][rel] = content_hash(src)
+    dst.write_bytes(data)
+    record["files"][rel] = _hash(data, src.suffix)
     _save(ws, record)
     return kept
