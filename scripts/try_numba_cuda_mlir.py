@@ -48,7 +48,9 @@ SITECUSTOMIZE = textwrap.dedent('''
             for base in ("numba_cuda_mlir.cuda.", "numba_cuda_mlir.numba_cuda."):
                 try:
                     return importlib.import_module(base + rest)
-                except ModuleNotFoundError:
+                except ModuleNotFoundError as exc:
+                    if exc.name != base + rest:  # a dependency of that module is missing:
+                        raise                     # say so, never load the other copy
                     continue
             raise ModuleNotFoundError(f"numba-cuda-mlir has no module {rest}")
 

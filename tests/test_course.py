@@ -277,13 +277,19 @@ def test_the_learners_copy_of_a_lesson_asks_for_a_guess_and_folds_the_answer(tmp
         theirs, view = json.loads(src.read_text()), json.loads(mine.read_text())
         guesses = [c for c in view["cells"] if "guess" in c["metadata"].get("streamlab", {})]
         kept = [c for c in view["cells"] if c not in guesses]
-        assert [(c["source"], c.get("outputs")) for c in kept] == \
-            [(c["source"], c.get("outputs")) for c in theirs["cells"]], src.name
+        # every cell's text and outputs are the course's (a cell that answers one question
+        # and asks the next is two cells here: the answer folded, the question in view)
+        assert "".join("".join(c["source"]) for c in kept).replace("\n", "") == \
+            "".join("".join(c["source"]) for c in theirs["cells"]).replace("\n", ""), src.name
+        assert [c.get("outputs") for c in kept if c["cell_type"] == "code"] == \
+            [c.get("outputs") for c in theirs["cells"] if c["cell_type"] == "code"], src.name
         asked, folded_code = None, 0
         for i, cell in enumerate(view["cells"]):
             text = "".join(cell["source"])
             jupyter = cell["metadata"].get("jupyter", {})
             if "**Question.**" in text:
+                assert not jupyter.get("source_hidden"), f"{src.name}: question {i} folded"
+                assert asked is None, f"{src.name}: question {asked} has no answer"
                 questions += 1
                 asked, folded_code = i, 0
                 assert "guess" in view["cells"][i + 1]["metadata"].get("streamlab", {})
@@ -297,6 +303,7 @@ def test_the_learners_copy_of_a_lesson_asks_for_a_guess_and_folds_the_answer(tmp
                 assert folded == (asked is not None), (src.name, i)
                 assert cell["metadata"].get("collapsed", False) == folded
                 folded_code += folded
+        assert asked is None, f"{src.name}: question {asked} has no answer"
     assert questions >= 60, questions  # (69 when this was written)
     assert workspace.changed_by_learner(course, ws) == []
     # the learner's guess is their work: a start keeps it

@@ -261,14 +261,27 @@ while f is not None:
 ''' + _NOTHING
 
 
-@pytest.mark.parametrize("code", [
-    f"import json\njson.dumps = lambda *a, **k: {_FORGED!r}\n" + _NOTHING,
-    "import json\n_real = json.dumps\njson.dumps = lambda obj, *a, **k: _real(dict(obj, "
-    "passed=True) if isinstance(obj, dict) else obj, *a, **k)\n" + _NOTHING,
-], ids=["json.dumps returns a pass", "json.dumps turns each verdict into a pass"])
-def test_a_verdict_forged_through_json_scores_nothing(tmp_path, code):
+@pytest.mark.parametrize("code, named", [
+    (f"import json\njson.dumps = lambda *a, **k: {_FORGED!r}\n" + _NOTHING, "json.dumps"),
+    ("import json\n_real = json.dumps\njson.dumps = lambda obj, *a, **k: _real(dict(obj, "
+     "passed=True) if isinstance(obj, dict) else obj, *a, **k)\n" + _NOTHING, "json.dumps"),
+    (f"import json\njson._default_encoder.encode = lambda o: {_FORGED!r}\n" + _NOTHING, None),
+    (f"import json\njson.JSONEncoder.encode = lambda self, o: {_FORGED!r}\n" + _NOTHING,
+     "json.encoder.JSONEncoder.encode"),
+    ("import sys\nsys.modules['streamlab.grading._child']._explain = lambda e: 'True'\n"
+     + _NOTHING, "_explain"),
+], ids=["json.dumps returns a pass", "json.dumps turns each verdict into a pass",
+        "json's default encoder returns a pass", "JSONEncoder.encode returns a pass",
+        "the grader's own text helper replaced"])
+def test_a_verdict_forged_through_what_writes_it_scores_nothing(tmp_path, code, named):
+    """The verdict is a Python literal made by the interpreter's own repr of plain values:
+    nothing a learner's cell replaces (json's encoder, the grader's helpers) can turn it
+    into a pass (each of these passed with nothing solved while verdicts went through
+    json.dumps); what the guard watches is named as tampering."""
     got = run_part(cheat(code), "check_part3", cwd=str(tmp_path), timeout=120, sandbox="off")
-    assert not got.passed and got.kind == "Tampered" and "json.dumps" in got.message, got
+    assert not got.passed, got
+    if named:
+        assert got.kind == "Tampered" and named in got.message, got
 
 
 @pytest.mark.xfail(strict=True, reason=(

@@ -29,14 +29,16 @@ PROGRAM = textwrap.dedent('''
         importlib.import_module(name)
 
     def owners():
-        """Every loaded numba module, each class defined in one, and threading.Thread."""
-        found = {"threading.Thread": threading.Thread}
-        for modname, mod in list(sys.modules.items()):
+        """Every loaded numba module, every class any of them holds (wherever it was
+        defined: numba re-exports many), and threading.Thread."""
+        found, seen = {"threading.Thread": threading.Thread}, {id(threading.Thread)}
+        for modname, mod in sorted(sys.modules.items()):
             if mod is None or not modname.startswith("numba"):
                 continue
             found[modname] = mod
             for attr, value in list(vars(mod).items()):
-                if inspect.isclass(value) and getattr(value, "__module__", "") == modname:
+                if inspect.isclass(value) and id(value) not in seen:
+                    seen.add(id(value))
                     found[f"{modname}.{attr}"] = value
         return found
 
@@ -162,3 +164,24 @@ def test_the_comparison_names_a_test_whose_outcome_differs():
 @pytest.mark.gpu
 def test_numba_cudas_own_tests_cannot_tell_streamlab_is_imported_on_a_gpu(tmp_path, figures):
     own_tests(tmp_path, figures, "--gpu")
+
+
+def test_uninstall_gives_ipython_its_own_error_display_back():
+    """In IPython, streamlab shows a failed check as its one line (set_custom_exc);
+    uninstall() puts the shell's own handler back."""
+    program = textwrap.dedent('''
+        from IPython.core.interactiveshell import InteractiveShell
+        shell = InteractiveShell.instance()
+        before = (shell.custom_exceptions, shell.CustomTB)
+        import streamlab
+        during = shell.custom_exceptions
+        streamlab.uninstall()
+        after = (shell.custom_exceptions, shell.CustomTB)
+        print(during != before[0], after[0] == before[0], after[1] is before[1]
+              or after[1] == before[1])
+    ''')
+    env = dict(os.environ, STREAMLAB_QUIET="1", STREAMLAB_DEVICE="sim", NUMBA_ENABLE_CUDASIM="1")
+    r = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                       env=env, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split()[-3:] == ["True", "True", "True"], r.stdout

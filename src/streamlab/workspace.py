@@ -187,7 +187,7 @@ def learner_view(nb: dict) -> dict:
     if not isinstance(out.get("cells"), list):
         return out
     cells, asked = [], False
-    for cell in out["cells"]:
+    for cell in _split_answers_from_questions(out["cells"]):
         text = "".join(cell.get("source", ""))
         if cell.get("cell_type") == "markdown" and "**Answer.**" in text and asked:
             meta = cell.setdefault("metadata", {})
@@ -205,6 +205,28 @@ def learner_view(nb: dict) -> dict:
             cells.append({"cell_type": "markdown", "id": f"guess-{len(cells)}",
                           "metadata": {VIEW_KEY: {"guess": True}}, "source": [GUESS]})
     out["cells"] = cells
+    return out
+
+
+def _split_answers_from_questions(cells: list) -> list:
+    """A markdown cell that answers one question and then asks the next, as two cells
+    (the answer, to be folded; the question, to stay in view), each as JupyterLab writes a
+    cell back (an id, the source as a list of lines)."""
+    out = []
+    for cell in cells:
+        text = "".join(cell.get("source", ""))
+        if cell.get("cell_type") != "markdown" or "**Answer.**" not in text or \
+                "**Question.**" not in text or \
+                text.index("**Answer.**") > text.index("**Question.**"):
+            out.append(cell)
+            continue
+        cut = text.index("**Question.**")
+        answer, question = text[:cut].rstrip("\n"), text[cut:]
+        first = dict(cell, source=answer.splitlines(keepends=True))
+        second = dict(cell, metadata={}, source=question.splitlines(keepends=True))
+        if "id" in cell:
+            second["id"] = f"{cell['id']}-question"[:64]
+        out += [first, second]
     return out
 
 

@@ -37,13 +37,15 @@ walks up the stack to the grader's own ``report`` function (a few lines with
 ``sys._getframe``) and calls it with a pass, or digs the verdict pipe's number out of
 memory, or changes a running check's local variables through its frame: kept as expected
 failures in ``tests/test_grading_sandbox.py``, open until the checks judge outside the
-learner's process. (Replacing ``json.dumps``, through which verdicts were once written,
-now changes nothing and is named as tampering.) For an exam, grade inside a container
-that holds only the submissions.
+learner's process. (The verdict is no longer written through ``json``, whose encoder
+learner code could replace; it is a Python literal made by the interpreter's own
+``repr`` of plain values, and replacing anything in ``json`` is named as tampering.) For
+an exam, grade inside a container that holds only the submissions.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import secrets
@@ -220,7 +222,7 @@ def _verdict(raw: str, nonce: str, output: str, returncode: int, part: str) -> V
     for line in raw.splitlines():
         head, _, body = line.partition(" ")
         if head == nonce:
-            data = json.loads(body)
+            data = ast.literal_eval(body)
             return Verdict(data["passed"], data["message"], output, data["kind"],
                            data.get("learner_errors", []))
     return Verdict(False, f"{_title(part)} ended the grader's process before the check "

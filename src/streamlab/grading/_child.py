@@ -14,7 +14,6 @@ import json
 import os
 import sys
 import traceback
-from json import dumps as _dumps  # bound before any learner code runs (see report)
 
 from .sandbox import inside
 
@@ -173,11 +172,15 @@ def main() -> int:
     verdict = os.fdopen(verdict_fd, "w")
 
     def report(passed: bool, message: str = "", kind: str = "", errors=()):
-        # _dumps, not json.dumps: learner code that replaces json.dumps (to turn every
-        # verdict into a pass) changes nothing here, and the guard names it as tampering
-        verdict.write(f"{nonce} " + _dumps({"passed": passed, "message": message,
-                                            "kind": kind,
-                                            "learner_errors": list(errors)}) + "\n")
+        # Written as a Python literal with the !r conversion, which calls the interpreter's
+        # own repr of plain str, bool and list (nothing learner code can replace, unlike
+        # json's encoder or a function looked up when it is called); every value made a
+        # plain str first, so that a str subclass of the learner's cannot bring a __repr__
+        # of its own. The grader reads it with ast.literal_eval.
+        text = str.__add__  # ("" + a str subclass: a plain str, whatever its methods say)
+        plain = {"passed": passed is True, "message": text("", message),
+                 "kind": text("", kind), "learner_errors": [text("", e) for e in errors]}
+        verdict.write(f"{nonce} {plain!r}\n")
         verdict.flush()
 
     import streamlab  # noqa: F401  (hooks installed, simulator or GPU chosen)
