@@ -136,13 +136,19 @@ def own_tests(tmp_path, figures, *args) -> dict:
     passed = sum(o == "passed" for o in result["with"].values())
     assert passed >= 50, f"only {passed} of numba's tests passed: {r.stdout[-2000:]}"
     for way, key in (("without streamlab", "without"), ("with import streamlab first", "with")):
-        counts = {}
-        for o in result[key].values():
-            o = "not loadable" if o.startswith("not loadable") else o
-            counts[o] = counts.get(o, 0) + 1
         figures(f"numba-cuda's own tests on the {result['where']}, {way}",
-                ", ".join(f"{n} {o}" for o, n in sorted(counts.items())), "")
+                the_script().totals(result[key]), "")
     return result
+
+
+def the_script():
+    """scripts/numba_own_tests.py, as a module."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import numba_own_tests
+    finally:
+        sys.path.pop(0)
+    return numba_own_tests
 
 
 def test_numba_cudas_own_tests_cannot_tell_streamlab_is_imported_on_the_simulator(
@@ -151,12 +157,7 @@ def test_numba_cudas_own_tests_cannot_tell_streamlab_is_imported_on_the_simulato
 
 
 def test_the_comparison_names_a_test_whose_outcome_differs():
-    sys.path.insert(0, str(ROOT / "scripts"))
-    try:
-        import numba_own_tests
-    finally:
-        sys.path.pop(0)
-    differ = numba_own_tests.compare({"a": "passed", "b": "skipped"},
+    differ = the_script().compare({"a": "passed", "b": "skipped"},
                                      {"a": "failed", "b": "skipped", "c": "passed"})
     assert differ == [("a", "passed", "failed"), ("c", "not run", "passed")]
 
