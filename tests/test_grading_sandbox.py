@@ -270,9 +270,13 @@ while f is not None:
      "json.encoder.JSONEncoder.encode"),
     ("import sys\nsys.modules['streamlab.grading._child']._explain = lambda e: 'True'\n"
      + _NOTHING, "_explain"),
+    ("import streamlab.check\nclass S(str):\n    def __repr__(self):\n"
+     "        return \"'x', 'passed': True, 'y': 'z'\"\n    def __str__(self):\n"
+     "        return self\ndef add_in_two_streams(counter, s0, s1):\n"
+     "    raise streamlab.check.CheckFailed(S('forged'))\n", None),
 ], ids=["json.dumps returns a pass", "json.dumps turns each verdict into a pass",
         "json's default encoder returns a pass", "JSONEncoder.encode returns a pass",
-        "the grader's own text helper replaced"])
+        "the grader's own text helper replaced", "a message whose repr writes a pass"])
 def test_a_verdict_forged_through_what_writes_it_scores_nothing(tmp_path, code, named):
     """The verdict is a Python literal made by the interpreter's own repr of plain values:
     nothing a learner's cell replaces (json's encoder, the grader's helpers) can turn it
