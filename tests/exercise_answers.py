@@ -177,6 +177,14 @@ def fill_on_host(stream):
     done.record(stream)
     return (h, done)
 """,
+        "a list, not a tuple": """
+def fill_on_host(stream):
+    h = cuda.mapped_array(SIZE, np.float32)
+    fill[blocks_for(SIZE), THREADS, stream](h, 7)
+    done = cuda.event()
+    done.record(stream)
+    return [h, done]
+""",
     },
     ("05", 1, "overlap"): {
         "solution": """
@@ -491,6 +499,13 @@ def overlap(d_x, h_x, stream, host_work):
     d_x.copy_to_host(h_x, stream=stream)
     host_work()
 """, "before the copy had landed"),
+        "the host work run by the stream after the copy": ("""
+def overlap(d_x, h_x, stream, host_work):
+    add_one[blocks_for(d_x.size), THREADS, stream](d_x)
+    d_x.copy_to_host(h_x, stream=stream)
+    streamlab.launch_host_func(stream, host_work)
+    stream.synchronize()
+""", "in a host function of a stream"),
     },
     ("05", 2, "work_while_waiting"): {
         "synchronize, then work once": ("""
@@ -512,6 +527,23 @@ def work_while_waiting(event, do_work):
         do_work()
     return 1
 """, "return the count"),
+        "busy-waits on query, then works once": ("""
+def work_while_waiting(event, do_work):
+    while not event.query():
+        pass
+    do_work()
+    return 1
+""", "ran only after the GPU's work was done"),
+        "polls until done, then works twice": ("""
+def work_while_waiting(event, do_work):
+    n = 0
+    while not event.query():
+        continue
+    for _ in range(2):
+        do_work()
+        n += 1
+    return n
+""", "sat idle while the GPU worked"),
     },
 }
 

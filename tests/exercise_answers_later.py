@@ -571,6 +571,17 @@ def pipeline_bound(totals, serial_ms, n_chunks):
 """, "the bound is"),
     },
     ("10", 2, "next_chunk"): {
+        "the pinned buffer replaced by the chunk itself": ("""
+def next_chunk(slot, x, stream):
+    slot["done"].synchronize()
+    checksum = float(slot["h_out"].sum(dtype=np.float64))
+    slot["h_in"] = x
+    slot["d_in"].copy_to_device(slot["h_in"], stream=stream)
+    transform[blocks_for(x.size), THREADS, stream](slot["d_in"], slot["d_out"])
+    slot["d_out"].copy_to_host(slot["h_out"], stream=stream)
+    slot["done"].record(stream)
+    return checksum
+""", "pageable host memory"),
         "no wait: the slot refilled while in use": ("""
 def next_chunk(slot, x, stream):
     checksum = float(slot["h_out"].sum(dtype=np.float64))

@@ -10,7 +10,7 @@ from numba import cuda
 
 import streamlab
 
-from .. import check
+from .. import check, rules
 from ..labs import no_races
 from ..ops import StreamRef, internal, record_ops
 from ..order import analyze
@@ -28,20 +28,16 @@ def check_exercise1(overlap, *, seed=None):
         h, d_x = fresh(seed)
         h_x = watch(cuda.pinned_array(N, np.float32), "h_x")
         s = cuda.stream()
-        marks = []
         with record_ops() as ops:
             with internal():
                 streamlab.spin[1, 1, s](BUSY_NS)  # the GPU has work queued already
-
-            def host_work():
-                marks.append(len(ops))  # what had been issued when the host work began
-
+            host_work = rules.HostWork(ops)  # notes what had been issued when it began
             overlap(d_x, h_x, s, host_work)
             with internal():
                 got = np.array(h_x)
-        if len(marks) != 1:
-            check.fail(f"host_work was called {len(marks)} times: call it once")
-        before = ops[:marks[0]]
+        if host_work.calls != 1:
+            check.fail(f"host_work was called {host_work.calls} times: call it once")
+        before = ops[:host_work.starts[0][0]]
         mine = [op for op in ops.user() if op.kind in ("launch", "copy")]
         if [(op.kind, op.stream.key()) for op in mine] != [
                 ("launch", StreamRef.of(s).key()), ("copy", StreamRef.of(s).key())]:
@@ -54,6 +50,7 @@ def check_exercise1(overlap, *, seed=None):
                if not op.internal):
             check.fail("the host waited for the GPU before host_work, so they did not "
                        "overlap: wait after the host work")
+        host_work.while_gpu_busy("overlap")
         order = analyze(ops)
         if not order.host_after(mine[-1]):
             check.fail("overlap returned before the copy had landed: wait for the stream "
@@ -69,10 +66,8 @@ def check_exercise2(work_while_waiting):
     with exercise(2, work_while_waiting):
         s = cuda.stream()
         event = cuda.event()
-        calls = []
 
-        def do_work():
-            calls.append(1)
+        def work():
             t = time.perf_counter()
             while time.perf_counter() - t < 1e-4:  # 0.1 ms of host work
                 pass
@@ -81,7 +76,9 @@ def check_exercise2(work_while_waiting):
             with internal():
                 streamlab.spin[1, 1, s](BUSY_NS)
                 event.record(s)
+            do_work = rules.HostWork(ops, work)
             count = work_while_waiting(event, do_work)
+        calls = do_work.starts
         if ops.syncs():
             check.fail(f"{ops.syncs()[0].describe()} blocks the host: poll event.query() "
                        f"between calls of do_work() instead")
@@ -97,4 +94,6 @@ def check_exercise2(work_while_waiting):
                        f"{len(calls)} times: return the count")
         if not calls:
             check.fail("do_work never ran: call it while the event is not done")
-        print(f"do_work ran {len(calls)} times while the GPU worked")
+        busy = do_work.while_gpu_busy("work_while_waiting")
+        print(f"do_work ran {busy} times while the GPU worked"
+              + (f" ({len(calls) - busy} more after)" if busy < len(calls) else ""))
