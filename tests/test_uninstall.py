@@ -27,13 +27,15 @@ PROGRAM = textwrap.dedent('''
                   "numba.cuda.simulator.cudadrv.devicearray"] if simulator else
                  ["numba.cuda.cudadrv.driver", "numba.cuda.args"]):
         importlib.import_module(name)
+    import cuda  # the namespace package whose attribute "core" the simulator's stand-in takes
+    entries = {name: sys.modules.get(name) for name in ("cuda.core",)}  # sys.modules entries
 
     def owners():
         """Every loaded numba module, every class any of them holds (wherever it was
         defined: numba re-exports many), and threading.Thread."""
         found, seen = {"threading.Thread": threading.Thread}, {id(threading.Thread)}
         for modname, mod in sorted(sys.modules.items()):
-            if mod is None or not modname.startswith("numba"):
+            if mod is None or not (modname.startswith("numba") or modname == "cuda"):
                 continue
             found[modname] = mod
             for attr, value in list(vars(mod).items()):
@@ -65,9 +67,12 @@ PROGRAM = textwrap.dedent('''
     known = set(before)
     unseen = sorted({f"{getattr(o, '__module__', '')}.{getattr(o, '__qualname__', o)}:{n}"
                      for o, n in _patching.patched()
-                     if not any(o is obj for key, obj in owners().items() if key in known)})
+                     if o is not sys.modules and
+                     not any(o is obj for key, obj in owners().items() if key in known)})
+    changed += [f"sys.modules[{n!r}]" for n, was in entries.items() if sys.modules.get(n) is not was]
     streamlab.uninstall()
     left = differences(before)
+    left += [f"sys.modules[{n!r}]" for n, was in entries.items() if sys.modules.get(n) is not was]
     # plain numba works afterwards
     from numba import cuda
     import numpy as np

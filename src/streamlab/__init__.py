@@ -23,12 +23,19 @@ if _chosen.simulator:
     from .model import start_simulator_model as _start_model
 
     _simfill.apply(_cuda)
+    from .sim import core as _simcore
+
+    _simcore.install()  # `from cuda.core import Device` gives the simulator's stand-in
     _start_model()  # events, elapsed_time, query and timelines: a model GPU's
 
 from . import _hooks  # noqa: E402
 from ._hooks import uninstall  # noqa: E402  (puts numba's functions back)
 
 _hooks.install()  # numba's stream-ordered calls, seen by record_ops and race_check
+if not _chosen.simulator:
+    from . import _driverwatch
+
+    _driverwatch.install()  # cuda.core's (and others') calls, through CUPTI, while recording
 
 from . import check  # noqa: E402
 from .check import CheckFailed  # noqa: E402

@@ -2,9 +2,10 @@
 
 Every attribute that streamlab sets on numba's modules and classes, on the simulator's,
 on ``threading.Thread`` and on IPython's shell goes through :func:`patch` (or
-:func:`remember`, for a change that a library's own setter makes), and
-:func:`undo_all` puts each one back as it was, an attribute that was absent removed
-again. ``streamlab.uninstall()`` calls it. Nothing here knows what a patch is for.
+:func:`remember`, for a change that a library's own setter makes), every entry it puts in
+a mapping (``sys.modules["cuda.core"]``, on the simulator) through :func:`patch_item`,
+and :func:`undo_all` puts each one back as it was, an attribute or entry that was absent
+removed again. ``streamlab.uninstall()`` calls it. Nothing here knows what a patch is for.
 
 A :class:`Registry` of its own keeps an example apart from streamlab's patches:
 
@@ -37,11 +38,16 @@ class Registry:
     """What was replaced, in order, and how to put it back."""
 
     def __init__(self):
-        self._undo: list[tuple[object, str, object]] = []
+        self._undo: list[tuple[object, object, object, bool]] = []  # (owner, name, was, item?)
 
     def remember(self, owner, name: str) -> None:
         """Note ``owner.name`` as it is now, to be put back by :meth:`undo_all`."""
-        self._undo.append((owner, name, _own(owner, name)))
+        self._undo.append((owner, name, _own(owner, name), False))
+
+    def patch_item(self, mapping, key, value) -> None:
+        """Set ``mapping[key] = value``, noting what was there."""
+        self._undo.append((mapping, key, mapping.get(key, _ABSENT), True))
+        mapping[key] = value
 
     def patch(self, owner, name: str, value) -> None:
         """Set ``owner.name = value``, noting what was there."""
@@ -61,8 +67,13 @@ class Registry:
     def undo_all(self) -> None:
         """Put back everything noted, the latest first."""
         while self._undo:
-            owner, name, original = self._undo.pop()
-            if original is _ABSENT:
+            owner, name, original, item = self._undo.pop()
+            if item:
+                if original is _ABSENT:
+                    owner.pop(name, None)
+                else:
+                    owner[name] = original
+            elif original is _ABSENT:
                 if name in getattr(owner, "__dict__", {}):
                     delattr(owner, name)
             else:
@@ -70,12 +81,13 @@ class Registry:
 
     def patched(self) -> list[tuple[object, str]]:
         """What is replaced now, in the order it was: (owner, attribute name) pairs."""
-        return [(owner, name) for owner, name, _ in self._undo]
+        return [(owner, name) for owner, name, _, _ in self._undo]
 
 
 _streamlab = Registry()  # streamlab's own: the one uninstall() empties
 remember = _streamlab.remember
 patch = _streamlab.patch
+patch_item = _streamlab.patch_item
 patch_everywhere = _streamlab.patch_everywhere
 undo_all = _streamlab.undo_all
 patched = _streamlab.patched

@@ -1002,7 +1002,7 @@ class SimGraph:
 def _stream_of(stream):
     """The numba stream inside a cuda.core stream (or a builder's stream); anything else
     is refused as cuda.core refuses it."""
-    if isinstance(stream, SimCoreStream):
+    if isinstance(stream, SimCoreStream):  # streamlab.sim.core's Stream is one too
         return stream._stream
     if isinstance(stream, SimGraphBuilder):
         raise TypeError("launch a graph into a stream, not a graph builder: "

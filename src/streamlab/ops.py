@@ -207,9 +207,11 @@ class Op:
             "host": "the host",
             "sync": {"device": "cuda.synchronize()", "stream": "stream.synchronize()",
                      "event": "event.synchronize()"}.get(self.name, self.name),
-            "query": "event.query()",
+            "query": "stream.query()" if self.name == "stream" else "event.query()",
             "graph": "graph.launch",
         }[self.kind]
+        if "driver" in self.detail:  # seen through CUPTI: a call numba did not make
+            what = self.detail["driver"]
         if self.stream is not None and self.kind not in ("sync", "host"):
             what += f" in {self.stream.describe(names)}"
         return what + (f" ({self.where})" if self.where else "")
@@ -627,17 +629,20 @@ def record_ops():
     rec = _Recorder()
     with _lock:
         _recorders.append(rec)
+    _listening_changed()
     try:
         yield rec.log
     finally:
         with _lock:
             _recorders.remove(rec)
+        _listening_changed()
 
 
 def add_listener(fn) -> None:
     """Call ``fn(op)`` for every operation emitted from now on (a session race check)."""
     with _lock:
         _listeners.append(fn)
+    _listening_changed()
 
 
 def add_after_emit(fn) -> None:
@@ -650,3 +655,19 @@ def remove_listener(fn) -> None:
     """Stop calling ``fn`` (see :func:`add_listener`)."""
     with _lock:
         _listeners.remove(fn)
+    _listening_changed()
+
+
+_on_listening: list = []  # fn(listening: bool): told when recording() may have changed
+
+
+def on_listening(fn) -> None:
+    """Call ``fn(recording())`` whenever a recorder or listener comes or goes (the GPU's
+    driver watch subscribes to CUPTI only while someone listens)."""
+    _on_listening.append(fn)
+
+
+def _listening_changed() -> None:
+    listening = recording()
+    for fn in list(_on_listening):
+        fn(listening)

@@ -221,7 +221,8 @@ class Order:
         return found
 
     def _host_wait(self, op: Op, host: dict) -> None:
-        if op.kind == "sync" and op.name == "stream":
+        if (op.kind == "sync" and op.name == "stream") or \
+                (op.kind == "query" and op.name == "stream" and op.detail.get("result")):
             agent = ("stream", op.stream.key())
             self._join(host, self.last.get(agent))
             if op.stream.is_legacy_default:  # the legacy stream waits for blocking ones

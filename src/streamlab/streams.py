@@ -294,10 +294,27 @@ def event(*, timing: bool = True, blocking_sync: bool = False):
 _blocking_events: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def is_blocking_sync(ev) -> bool:
-    """Was ``ev`` made to sleep in ``synchronize()`` (:func:`event` with
-    ``blocking_sync=True``)? Known from its creation, as the driver knows it: setting
-    ``ev.blocking_sync = True`` on an event made otherwise changes nothing."""
+class DriverEvent:
+    """An event a record of operations knows by its handle alone: one seen through
+    CUPTI (:mod:`streamlab._driverwatch`), made by cuda.core or another library. One
+    object per handle, so that a record and the wait on it meet. ``blocking_sync``: how it
+    was created, or None when its creation was not seen."""
+
+    def __init__(self, handle: int):
+        self.handle = handle
+        self.blocking_sync: bool | None = None
+
+    def __repr__(self):
+        return f"<CUDA event {self.handle:#x}>"
+
+
+def is_blocking_sync(ev) -> bool | None:
+    """Was ``ev`` made to sleep in ``synchronize()`` (``EventOptions(blocking_sync=True)``,
+    or :func:`event` with ``blocking_sync=True``)? Known from its creation, as the driver
+    knows it: setting an attribute on an event made otherwise changes nothing. None for an
+    event seen through CUPTI whose creation was not seen."""
+    if isinstance(ev, DriverEvent):
+        return ev.blocking_sync
     try:
         return _blocking_events.get(ev, False)
     except TypeError:  # not weakly referable: not an event made here

@@ -1,0 +1,216 @@
+"""On a GPU, the stream and event calls that numba does not make, seen through CUPTI.
+
+numba's calls are seen by wrappers in Python (:mod:`streamlab._hooks`). cuda.core's
+``Stream.sync/record/wait``, ``Event.sync/is_done`` and ``Device.sync`` are methods of
+compiled classes that no Python wrapper can reach, and other libraries (CuPy, PyTorch,
+``cuda.bindings`` called directly) reach the driver without numba too. CUPTI's callback
+API sees every driver call of a kind, on the thread that makes it, before the call
+returns (measured on an H200 with cupti-python 13.4: ``Stream.record``, ``Stream.wait`` of
+an event or of a stream, ``Event.sync``, ``Event.is_done``, ``Stream.sync`` and
+``Device.sync`` each arrived with its stream and event handles and the learner's line on
+the Python stack).
+
+So while a recorder or race check listens (:func:`streamlab.ops.recording`), streamlab
+subscribes to these driver calls, and describes each one it sees as numba's wrappers
+describe theirs: ``cuStreamSynchronize``, ``cuEventSynchronize``, ``cuEventQuery``,
+``cuStreamQuery``, ``cuEventRecord`` (with flags, per-thread variants included),
+``cuStreamWaitEvent``, ``cuCtxSynchronize``. A call made from numba's or streamlab's own
+Python code is left to the wrappers, which have described it already. When nobody
+listens, streamlab is unsubscribed: each watched call then costs what it costs (a
+cuda.core event record, 0.47 us on the H200, took 10.5 us with the callback on).
+
+Without cupti-python (``pip install cupti-python``), these calls are not seen: a record
+that needs them says so (:func:`missing`).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+import threading
+
+from . import ops
+from .streams import PER_THREAD_HANDLE, DriverEvent
+
+_state = {"subscriber": None, "unavailable": None, "errors": []}
+_lock = threading.Lock()
+
+
+class _Raw:
+    """A stream known by its handle alone (what the driver call carried)."""
+
+    def __init__(self, handle: int):
+        self.handle = handle
+
+    def __cuda_stream__(self):
+        return (0, self.handle)
+
+
+_events: dict = {}  # handle -> DriverEvent
+
+
+def event_for(handle: int) -> DriverEvent:
+    """The one :class:`~streamlab.streams.DriverEvent` of ``handle``."""
+    ev = _events.get(handle)
+    if ev is None:
+        if len(_events) > 65536:  # events come and go; a record and its wait are near
+            _events.clear()
+        ev = _events[handle] = DriverEvent(handle)
+    return ev
+
+
+def _own_dirs() -> tuple:
+    import numba
+    from numba import cuda
+
+    return tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep
+                 for m in (sys.modules[__package__], numba, cuda))
+
+
+def _from_numba_or_streamlab(frame) -> bool:
+    return frame is not None and frame.f_code.co_filename.startswith(_dirs())
+
+
+_dirs_cache: list = []
+
+
+def _dirs() -> tuple:
+    if not _dirs_cache:
+        _dirs_cache.append(_own_dirs())
+    return _dirs_cache[0]
+
+
+def _stream(handle: int, per_thread_variant: bool):
+    if handle == 0 and per_thread_variant:
+        return _Raw(PER_THREAD_HANDLE)
+    return handle if handle in (0, 1, 2) else _Raw(handle)
+
+
+def _result(data) -> bool:
+    ptr = data.function_return_value
+    return bool(ptr) and ctypes.c_int.from_address(int(ptr)).value == 0
+
+
+def _table():
+    from cupti import cupti
+
+    cb = cupti.DriverApiTraceCbid
+    P = cupti  # noqa: N806  (the params classes)
+    return {
+        cb.cuStreamSynchronize: ("stream sync", P.CuStreamSynchronizeParams, False),
+        cb.cuStreamSynchronize_ptsz: ("stream sync", P.CuStreamSynchronizeParams, True),
+        cb.cuEventSynchronize: ("event sync", P.CuEventSynchronizeParams, False),
+        cb.cuEventQuery: ("event query", P.CuEventQueryParams, False),
+        cb.cuStreamQuery: ("stream query", P.CuStreamQueryParams, False),
+        cb.cuStreamQuery_ptsz: ("stream query", P.CuStreamQueryParams, True),
+        cb.cuEventRecord: ("record", P.CuEventRecordParams, False),
+        cb.cuEventRecord_ptsz: ("record", P.CuEventRecordParams, True),
+        cb.cuEventRecordWithFlags: ("record", P.CuEventRecordWithFlagsParams, False),
+        cb.cuEventRecordWithFlags_ptsz: ("record", P.CuEventRecordWithFlagsParams, True),
+        cb.cuStreamWaitEvent: ("wait", P.CuStreamWaitEventParams, False),
+        cb.cuStreamWaitEvent_ptsz: ("wait", P.CuStreamWaitEventParams, True),
+        cb.cuCtxSynchronize: ("device sync", None, False),
+        cb.cuCtxSynchronize_v2: ("device sync", None, False),
+        cb.cuEventCreate: ("create event", P.CuEventCreateParams, False),
+    }
+
+
+_watched: dict = {}
+
+
+def _callback(userdata, domain, cbid, data) -> None:
+    from cupti import cupti
+
+    try:
+        if data.callback_site != cupti.ApiCallbackSite.API_EXIT:
+            return
+        what, params_cls, ptsz = _watched[cbid]
+        params = params_cls.from_ptr(data.function_params, readonly=True) \
+            if params_cls is not None else None
+        if what == "create event":  # its flags, for blocking_sync(); any caller's
+            if _result(data):
+                handle = ctypes.c_void_p.from_address(int(params.ph_event)).value or 0
+                _events.pop(handle, None)  # a new event: a handle may be reused
+                event_for(handle).blocking_sync = bool(int(params.flags_) & 1)
+            return
+        if _from_numba_or_streamlab(sys._getframe(1)):
+            return  # numba's wrappers describe it (or it is streamlab's own)
+        detail = {"driver": data.function_name}
+        if what == "stream sync":
+            ops.emit("sync", "stream", _stream(int(params.h_stream), ptsz), detail=detail)
+        elif what == "event sync":
+            ops.emit("sync", "event", event=event_for(int(params.h_event)), detail=detail)
+        elif what == "event query":
+            ops.emit("query", "event", event=event_for(int(params.h_event)),
+                     detail={**detail, "result": _result(data)})
+        elif what == "stream query":
+            ops.emit("query", "stream", _stream(int(params.h_stream), ptsz),
+                     detail={**detail, "result": _result(data)})
+        elif what == "record":
+            ops.emit("record", "event", _stream(int(params.h_stream), ptsz),
+                     event=event_for(int(params.h_event)), detail=detail)
+        elif what == "wait":
+            ops.emit("wait", "event", _stream(int(params.h_stream), ptsz),
+                     event=event_for(int(params.h_event)), detail=detail)
+        elif what == "device sync":
+            from numba import cuda
+
+            ops.emit("sync", "device", detail={**detail,
+                                               "device": cuda.get_current_device().id})
+    except Exception as err:  # never raise into the driver: keep it for errors()
+        _state["errors"].append(f"{data.function_name}: {type(err).__name__}: {err}")
+
+
+def errors() -> list:
+    """What went wrong inside the callback (it may not raise into the driver)."""
+    return list(_state["errors"])
+
+
+def available() -> bool:
+    """Can CUPTI's callbacks be used here (a GPU, and cupti-python installed)?"""
+    if _state["unavailable"] is not None:
+        return not _state["unavailable"]
+    try:
+        from cupti import cupti  # noqa: F401
+    except Exception as err:  # noqa: BLE001  (missing, or no libcupti for this driver)
+        _state["unavailable"] = f"{type(err).__name__}: {err}"
+        return False
+    _state["unavailable"] = ""
+    return True
+
+
+def missing() -> str:
+    """Why calls outside numba are not seen, or '' when they are."""
+    available()
+    return _state["unavailable"] or ""
+
+
+def _listening(on: bool) -> None:
+    with _lock:
+        if on and _state["subscriber"] is None and available():
+            from cupti import cupti
+
+            if not _watched:
+                _watched.update({int(k): v for k, v in _table().items()})
+            sub = cupti.subscribe(_callback, None)
+            for cbid in _watched:
+                cupti.enable_callback(1, sub, cupti.CallbackDomain.DRIVER_API, cbid)
+            _state["subscriber"] = sub
+        elif not on and _state["subscriber"] is not None:
+            from cupti import cupti
+
+            sub, _state["subscriber"] = _state["subscriber"], None
+            for cbid in _watched:
+                cupti.enable_callback(0, sub, cupti.CallbackDomain.DRIVER_API, cbid)
+            cupti.unsubscribe(sub)
+
+
+def install() -> None:
+    """Subscribe whenever someone listens (GPU only)."""
+    ops.on_listening(_listening)
+
+
+def subscribed() -> bool:
+    """Is streamlab subscribed to CUPTI's callbacks now?"""
+    return _state["subscriber"] is not None
