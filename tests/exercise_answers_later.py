@@ -115,6 +115,21 @@ def copy_both_ways(h_in, d_in, d_out, h_out, s_in, s_out):
     },
     ("08", 2, "wait_quietly"): {
         "solution": """
+from cuda.core import EventOptions
+
+def wait_quietly(stream):
+    done = stream.record(options=EventOptions(blocking_sync=True))
+    done.sync()
+""",
+        "an event made first, then recorded": """
+from cuda.core import Device, EventOptions
+
+def wait_quietly(stream):
+    done = Device().create_event(options={"blocking_sync": True, "timing_enabled": False})
+    stream.record(done)
+    done.sync()
+""",
+        "streamlab's driver call, a numba event": """
 def wait_quietly(stream):
     done = streamlab.event(blocking_sync=True)
     done.record(stream)
@@ -441,10 +456,28 @@ def copy_both_ways(h_in, d_in, d_out, h_out, s_in, s_out):
 """, "you synchronized the host"),
     },
     ("08", 2, "wait_quietly"): {
-        "stream.synchronize()": ("""
+        "stream.sync()": ("""
 def wait_quietly(stream):
-    stream.synchronize()
+    stream.sync()
 """, "keeps a CPU core busy"),
+        "a plain cuda.core event": ("""
+def wait_quietly(stream):
+    stream.record().sync()
+""", "without blocking_sync"),
+        "a cuda.core event polled with is_done": ("""
+from cuda.core import EventOptions
+def wait_quietly(stream):
+    done = stream.record(options=EventOptions(blocking_sync=True))
+    while not done.is_done:
+        pass
+""", "keeps a CPU core busy"),
+        "a blocking-sync cuda.core event recorded in a new stream": ("""
+from cuda.core import Device, EventOptions
+def wait_quietly(stream):
+    other = Device().create_stream()
+    done = other.record(options=EventOptions(blocking_sync=True))
+    done.sync()
+""", "returned before the stream's work had finished"),
         "a plain event": ("""
 def wait_quietly(stream):
     done = cuda.event()

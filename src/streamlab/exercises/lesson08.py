@@ -1,5 +1,5 @@
 """Lesson 08's exercises: a copy in and a copy out at once, one per copy engine; a wait
-that sleeps instead of spinning on a CPU core (an event made with blocking_sync)."""
+that sleeps instead of spinning on a CPU core (a cuda.core event made with blocking_sync)."""
 
 from __future__ import annotations
 
@@ -62,15 +62,19 @@ def check_exercise1(copy_both_ways, *, seed=None):
 
 
 def check_exercise2(wait_quietly):
-    """``wait_quietly(stream)``: return once the work already in ``stream`` has finished,
-    waiting on an event made with ``streamlab.event(blocking_sync=True)``, recorded in
-    the stream: its synchronize sleeps instead of spinning on a CPU core. On a GPU the
-    check also measures the CPU time the wait used."""
+    """``wait_quietly(stream)``: return once the work already in ``stream`` (a cuda.core
+    stream) has finished, waiting on an event made with ``EventOptions(blocking_sync=True)``,
+    recorded in the stream: its synchronize sleeps instead of spinning on a CPU core. On a
+    GPU the check also measures the CPU time the wait used."""
+    from cuda.core import Device, StreamOptions
+
     with exercise(2, wait_quietly):
-        s = cuda.stream()
+        dev = Device()
+        dev.set_current()
+        s = dev.create_stream(options=StreamOptions(nonblocking=False))
         with internal():
             streamlab.spin[1, 1, s](1)  # compiled before the timing
-            s.synchronize()
+            s.sync()
         with record_ops() as ops:
             with internal():
                 streamlab.spin[1, 1, s](streamlab.ms_to_ns(HOLD_MS))
@@ -80,18 +84,19 @@ def check_exercise2(wait_quietly):
         work = [op for op in ops if op.kind == "launch"][0]
         if not analyze(ops).host_after(work):
             check.fail("wait_quietly returned before the stream's work had finished: record "
-                       "the event in the stream, then event.synchronize()")
+                       "the event in the stream (stream.record(...)), then wait on it "
+                       "(event.sync())")
         waits = ops.syncs() + ops.queries()
         spinning = [op for op in waits if op.name != "event" or op.kind == "query"]
         if spinning:
             check.fail(f"{spinning[0].describe()} keeps a CPU core busy while it waits: "
-                       f"record an event made with streamlab.event(blocking_sync=True) in "
-                       f"the stream, and synchronize that")
+                       f"record an event made with EventOptions(blocking_sync=True) in the "
+                       f"stream (stream.record(options=...)), and sync() that")
         made = [is_blocking_sync(op.event) for op in waits]
         if not any(m is not False for m in made):  # None: made unseen; the CPU time judges
             check.fail("this event was made without blocking_sync, so its synchronize "
                        "spins on a CPU core: make it with "
-                       "streamlab.event(blocking_sync=True)")
+                       "EventOptions(blocking_sync=True)")
         if not streamlab.on_simulator():
             share = cpu / wall
             print(f"the host waited {wall * 1000:.0f} ms, using {share:.0%} of a CPU core")
