@@ -169,3 +169,18 @@ def test_the_stand_in_says_what_it_is_and_uninstall_takes_it_out():
     with pytest.raises(TypeError, match="StreamOptions"):
         Device().create_stream(options=3)
     assert sys.modules["cuda.core"].__name__ == "streamlab.sim.core"
+
+
+@pytest.mark.gpu
+def test_numba_refuses_an_array_that_remembers_a_cuda_core_stream():
+    """What the README says numba-cuda 0.30 does not tell you: a device array made with
+    stream= a cuda.core stream cannot go to a kernel (its array interface calls int() on
+    the stream). Made with no stream, it can."""
+    s = Device().create_stream()
+    remembering = cuda.to_device(np.zeros(4, np.float32), stream=s)
+    with pytest.raises(TypeError, match="int"):
+        _fill[1, 4, s](remembering, 1.0)
+    plain = cuda.to_device(np.zeros(4, np.float32))
+    _fill[1, 4, s](plain, 1.0)
+    s.sync()
+    assert plain.copy_to_host().tolist() == [1.0] * 4
