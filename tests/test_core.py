@@ -172,15 +172,17 @@ def test_the_stand_in_says_what_it_is_and_uninstall_takes_it_out():
 
 
 @pytest.mark.gpu
-def test_numba_refuses_an_array_that_remembers_a_cuda_core_stream():
+def test_an_array_that_remembers_a_cuda_core_stream_has_no_array_interface():
     """What the README says numba-cuda 0.30 does not tell you: a device array made with
-    stream= a cuda.core stream cannot go to a kernel (its array interface calls int() on
-    the stream). Made with no stream, it can."""
+    stream= a cuda.core stream remembers it, and its __cuda_array_interface__ calls int()
+    on it, which a cuda.core Stream refuses. numba's own launch does not ask for the
+    interface; every consumer of it does (CuPy, PyTorch, streamlab's recorder)."""
     s = Device().create_stream()
     remembering = cuda.to_device(np.zeros(4, np.float32), stream=s)
     with pytest.raises(TypeError, match="int"):
-        _fill[1, 4, s](remembering, 1.0)
-    plain = cuda.to_device(np.zeros(4, np.float32))
-    _fill[1, 4, s](plain, 1.0)
+        remembering.__cuda_array_interface__  # noqa: B018
+    _fill[1, 4, s](remembering, 1.0)  # outside a record: numba launches it
     s.sync()
-    assert plain.copy_to_host().tolist() == [1.0] * 4
+    assert remembering.copy_to_host().tolist() == [1.0] * 4
+    plain = cuda.to_device(np.zeros(4, np.float32))
+    assert plain.__cuda_array_interface__["stream"] is None
