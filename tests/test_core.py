@@ -176,13 +176,18 @@ def test_an_array_that_remembers_a_cuda_core_stream_has_no_array_interface():
     """What the README says numba-cuda 0.30 does not tell you: a device array made with
     stream= a cuda.core stream remembers it, and its __cuda_array_interface__ calls int()
     on it, which a cuda.core Stream refuses. numba's own launch does not ask for the
-    interface; every consumer of it does (CuPy, PyTorch, streamlab's recorder)."""
+    interface; other consumers do (CuPy, PyTorch). streamlab's recorder reads the array
+    itself instead."""
     s = Device().create_stream()
     remembering = cuda.to_device(np.zeros(4, np.float32), stream=s)
     with pytest.raises(TypeError, match="int"):
         remembering.__cuda_array_interface__  # noqa: B018
-    _fill[1, 4, s](remembering, 1.0)  # outside a record: numba launches it
+    _fill[1, 4, s](remembering, 1.0)  # numba's launch does not ask for the interface
+    with streamlab.record_ops() as ops:  # nor does streamlab's recorder any more
+        _fill[1, 4, s](remembering, 2.0)
+    (launch,) = ops.launches()
+    assert launch.writes and launch.writes[0].hi - launch.writes[0].lo == 16
     s.sync()
-    assert remembering.copy_to_host().tolist() == [1.0] * 4
+    assert remembering.copy_to_host().tolist() == [2.0] * 4
     plain = cuda.to_device(np.zeros(4, np.float32))
     assert plain.__cuda_array_interface__["stream"] is None

@@ -393,12 +393,28 @@ def region_of(ary, what: str) -> Region | None:
         face, owner, host = inner.__array_interface__, host_owner(inner), False
     elif hasattr(ary, "__array_interface__"):  # host memory first: mapped arrays too
         face, owner, host = ary.__array_interface__, host_owner(ary), True
-    elif hasattr(ary, "__cuda_array_interface__"):
-        face, owner, host = ary.__cuda_array_interface__, device_owner(ary), False
+    elif hasattr(type(ary), "__cuda_array_interface__") or \
+            "__cuda_array_interface__" in getattr(ary, "__dict__", {}):
+        face, owner, host = _cuda_face(ary), device_owner(ary), False
     else:
         return None
     lo, hi = extent(face)
     return Region(lo, hi, what, allocation(owner), host)
+
+
+def _cuda_face(ary) -> dict:
+    """The CUDA array interface of ``ary``. numba-cuda 0.30's own fails for an array made
+    with ``stream=`` a cuda.core stream (it calls ``int()`` on the stream it remembers,
+    which a cuda.core Stream refuses, seen on an H100): for such a numba array the same
+    facts are read from the array itself."""
+    try:
+        return ary.__cuda_array_interface__
+    except TypeError:
+        pointer = getattr(ary, "device_ctypes_pointer", None)
+        if pointer is None:
+            raise
+        return {"data": (pointer.value or 0, False), "shape": tuple(ary.shape),
+                "strides": tuple(ary.strides), "typestr": ary.dtype.str}
 
 
 def describe_array(ary) -> str:

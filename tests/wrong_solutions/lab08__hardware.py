@@ -4,14 +4,20 @@ made with str.replace so that the change is what a reader sees; the parts are nu
 here and turned into the format at the end."""
 
 RIGHT_PART1 = '''
+from cuda.core import Device, StreamOptions
+
 def launch_urgent(work_ns, last_end, out, started):
     least, greatest = streamlab.priority_range()
-    low = streamlab.stream(priority=least)
-    high = streamlab.stream(priority=greatest)
+    dev = Device()
+    low = dev.create_stream(options=StreamOptions(priority=least))
+    high = dev.create_stream(options=StreamOptions(priority=greatest))
     for _ in range(4):
         background[BLOCKS, THREADS, low](work_ns, last_end)
     urgent[1, 32, high](out, started)
 '''
+
+_LOW = "low = dev.create_stream(options=StreamOptions(priority=least))"
+_HIGH = "high = dev.create_stream(options=StreamOptions(priority=greatest))"
 
 RIGHT_PART2 = '''
 def issue_breadth_first(streams, xs, step_ns):
@@ -28,30 +34,35 @@ _WRONG = {
     "urgent at priority 0, read as the highest": (1, RIGHT_PART1.replace(
         "least, greatest = streamlab.priority_range()", "greatest, least = streamlab.priority_range()"),
         "belongs on the lowest priority"),
-    "urgent on a plain numba stream": (1, RIGHT_PART1.replace(
-        "high = streamlab.stream(priority=greatest)", "high = cuda.stream()"),
+    "urgent on a plain numba stream": (1, RIGHT_PART1.replace(_HIGH, "high = cuda.stream()"),
+                                       "give it the highest priority"),
+    "urgent on a cuda.core stream with the default options (the lowest priority)": (
+        1, RIGHT_PART1.replace(_HIGH, "high = dev.create_stream()"),
         "give it the highest priority"),
     "plain numba streams given a priority attribute by hand": (1, RIGHT_PART1.replace(
-        "low = streamlab.stream(priority=least)",
-        "low = cuda.stream()\n    low.priority = least").replace(
-        "high = streamlab.stream(priority=greatest)",
-        "high = cuda.stream()\n    high.priority = greatest"),
+        _LOW, "low = cuda.stream()\n    low.priority = least").replace(
+        _HIGH, "high = cuda.stream()\n    high.priority = greatest"),
         "give it the highest priority"),
     "urgent in the background's stream": (1, RIGHT_PART1.replace(
         "urgent[1, 32, high]", "urgent[1, 32, low]"), "give it the highest priority"),
     "both streams at the highest priority": (1, RIGHT_PART1.replace(
-        "low = streamlab.stream(priority=least)", "low = streamlab.stream(priority=greatest)"),
-        "belongs on the lowest priority"),
+        _LOW, _LOW.replace("least", "greatest")), "belongs on the lowest priority"),
     "urgent issued first": (1, RIGHT_PART1.replace(_BACKGROUND + _URGENT, _URGENT + _BACKGROUND),
                             "issued before the background"),
     "the host waits for the background first": (1, RIGHT_PART1.replace(
-        _URGENT, "    low.synchronize()\n" + _URGENT), "you synchronized the host"),
-    "background on the legacy default stream": (1, RIGHT_PART1.replace(
-        "background[BLOCKS, THREADS, low]", "background[BLOCKS, THREADS]"),
+        _URGENT, "    low.sync()\n" + _URGENT), "you synchronized the host"),
+    "the host waits for the background through an event first": (1, RIGHT_PART1.replace(
+        _URGENT, "    low.record().sync()\n" + _URGENT), "you synchronized the host"),
+    "background on the legacy default stream, urgent on a blocking stream": (1, RIGHT_PART1.replace(
+        "background[BLOCKS, THREADS, low]", "background[BLOCKS, THREADS]").replace(
+        _HIGH, "high = dev.create_stream(options=StreamOptions(nonblocking=False, "
+               "priority=greatest))"),
         "must wait for background kernel"),
     "urgent made to wait for the background by an event": (1, RIGHT_PART1.replace(
         _URGENT, "    done = cuda.event()\n    done.record(low)\n    done.wait(high)\n" + _URGENT),
         "must wait for background kernel"),
+    "urgent made to wait for the background stream (cuda.core's wait)": (1, RIGHT_PART1.replace(
+        _URGENT, "    high.wait(low)\n" + _URGENT), "must wait for background kernel"),
     "depth-first": (2, RIGHT_PART2.replace(
         "        step_a[1, 1, s](x, step_ns)\n    for s, x in zip(streams, xs):\n",
         "        step_a[1, 1, s](x, step_ns)\n"), "depth-first"),
@@ -70,17 +81,33 @@ _WRONG = {
 }
 
 _RIGHT = {
-    "the priorities typed in, non-blocking streams": (1, RIGHT_PART1.replace(
-        "low = streamlab.stream(priority=least)",
-        "low = streamlab.stream(nonblocking=True)      # the default: the lowest priority").replace(
-        "high = streamlab.stream(priority=greatest)",
-        "high = streamlab.stream(nonblocking=True, priority=-5)")),
+    "cuda.core's default options for the background (the lowest priority)": (1, RIGHT_PART1.replace(
+        _LOW, "low = dev.create_stream()      # the default: non-blocking, the lowest priority")),
+    "options as a dict, blocking streams": (1, RIGHT_PART1.replace(
+        _LOW, 'low = dev.create_stream(options={"nonblocking": False, "priority": least})').replace(
+        _HIGH, 'high = dev.create_stream(options={"nonblocking": False, "priority": greatest})')),
     "each background kernel on a low stream of its own": (1, '''
+from cuda.core import Device, StreamOptions
+
 def launch_urgent(work_ns, last_end, out, started):
     least, greatest = streamlab.priority_range()
     for _ in range(4):
-        background[BLOCKS, THREADS, streamlab.stream(priority=least)](work_ns, last_end)
-    urgent[1, 32, streamlab.stream(priority=greatest)](out, started)
+        s = Device().create_stream(options=StreamOptions(priority=least))
+        background[BLOCKS, THREADS, s](work_ns, last_end)
+    urgent[1, 32, Device().create_stream(options=StreamOptions(priority=greatest))](out, started)
+'''),
+    # the legacy default stream has the lowest priority, and a non-blocking stream does
+    # not wait for it: the urgent kernel still starts at once
+    "background on the legacy default stream, urgent on a non-blocking stream": (
+        1, RIGHT_PART1.replace("background[BLOCKS, THREADS, low]", "background[BLOCKS, THREADS]")),
+    "streamlab's driver call, numba streams": (1, '''
+def launch_urgent(work_ns, last_end, out, started):
+    least, greatest = streamlab.priority_range()
+    low = streamlab.stream(priority=least)
+    high = streamlab.stream(priority=greatest)
+    for _ in range(4):
+        background[BLOCKS, THREADS, low](work_ns, last_end)
+    urgent[1, 32, high](out, started)
 '''),
     "breadth-first, the B's in reverse order": (2, RIGHT_PART2.replace(
         "    for s, x in zip(streams, xs):\n        step_b",

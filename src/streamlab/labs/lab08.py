@@ -137,7 +137,7 @@ def check_part1(launch_urgent, *, kernels=4, seed=None):
             if op.stream.priority != least:
                 check.fail(f"background kernel {k} is on a {_stream_text(op)}: background "
                            f"work belongs on the lowest priority, {least} (the default of "
-                           f"streamlab.stream(); lower numbers run first)")
+                           f"cuda.core's StreamOptions(); lower numbers run first)")
         if ur.stream.priority != greatest:
             check.fail(f"the urgent kernel is on a {_stream_text(ur)}: give it the highest "
                        f"priority, {greatest}. Lower numbers run first; "
