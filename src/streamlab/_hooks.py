@@ -99,8 +99,10 @@ def _install_threads() -> None:
 
 def uninstall() -> None:
     """Put back every object streamlab replaced: numba's functions that :func:`install`
-    wrapped, the simulator's gaps that :mod:`streamlab._simfill` filled, the thread hooks
-    and IPython's error display (one registry, :mod:`streamlab._patching`, latest first).
+    wrapped, the simulator's gaps that :mod:`streamlab._simfill` filled, the simulator's
+    stand-in for cuda.core (``sys.modules["cuda.core"]``), the thread hooks and IPython's
+    error display (one registry, :mod:`streamlab._patching`, latest first). The choice of
+    the simulator itself (``NUMBA_ENABLE_CUDASIM``, set before numba was imported) stays.
     Afterwards numba behaves as if streamlab had never been imported; recording, race
     checks and, on the simulator, the model GPU's times are gone with it."""
     _patching.undo_all()
@@ -117,8 +119,10 @@ def banner() -> str:
     import os
 
     sim = ("fills the simulator's gaps (events with times, streams with handles, pinned "
-           "and mapped memory, nanosleep; see streamlab._simfill) and ") if on_simulator() \
-        else ""
+           "and mapped memory, nanosleep; see streamlab._simfill), stands in for cuda.core's "
+           "devices, streams and events (streamlab.sim.core) and ") if on_simulator() \
+        else ("sees cuda.core's stream and event calls through CUPTI while recording "
+              "(streamlab._driverwatch), ")
     race = " Every operation is race-checked (STREAMLAB_RACE_CHECK=1)." if \
         os.environ.get("STREAMLAB_RACE_CHECK", "") not in ("", "0") else ""
     return (f"streamlab: {sim}watches numba's launches, copies, events and synchronizes "

@@ -1057,8 +1057,9 @@ def _replay(graph: SimGraph, stream, cuda) -> None:
     lanes = {}
     for n in capture.nodes:
         if n.lane.number not in lanes:
-            lanes[n.lane.number] = graph._lane_streams.setdefault(
-                n.lane.number, make_stream(nonblocking=True))
+            if n.lane.number not in graph._lane_streams:  # made once, kept for each replay
+                graph._lane_streams[n.lane.number] = make_stream(nonblocking=True)
+            lanes[n.lane.number] = graph._lane_streams[n.lane.number]
     start = cuda.event(timing=False)
     start.record(stream)
     has_succ = {d for n in capture.nodes for d in n.deps}

@@ -34,8 +34,6 @@ NON_BLOCKING = "non-blocking"
 DEFAULT_HANDLE = 0  # CU_STREAM_DEFAULT: numba's cuda.default_stream()
 LEGACY_HANDLE = 1  # CU_STREAM_LEGACY
 PER_THREAD_HANDLE = 2  # CU_STREAM_PER_THREAD
-_CU_STREAM_LEGACY = LEGACY_HANDLE
-_CU_STREAM_PER_THREAD = PER_THREAD_HANDLE
 _CU_STREAM_NON_BLOCKING = 1  # the stream flag
 
 
@@ -69,12 +67,13 @@ def handle_of(stream) -> int:
             f"{stream!r} is not a CUDA stream: pass a stream from cuda.stream(), "
             f"streamlab.stream(), cuda.default_stream() or a cuda.core Stream")
     if isinstance(stream, int):
-        if stream not in (0, _CU_STREAM_LEGACY, _CU_STREAM_PER_THREAD):
+        if stream not in (0, LEGACY_HANDLE, PER_THREAD_HANDLE):
             raise TypeError(
                 f"{stream} is not a stream: pass a stream object (cuda.stream(), "
                 f"cuda.default_stream(), ...). 0, 1 and 2 stand for CUDA's default "
-                f"streams; to use a raw CUstream address, wrap it with "
-                f"cuda.external_stream(address)")
+                f"streams; to use a raw CUstream address, wrap it with cuda.core's "
+                f"Stream.from_handle(address) (or, on a GPU, numba's "
+                f"cuda.external_stream(address))")
         return stream
     proto = getattr(stream, "__cuda_stream__", None)
     if proto is not None:
@@ -90,8 +89,8 @@ def canonical_handle(stream) -> int:
     """
     handle = handle_of(stream)
     if handle == 0:
-        return _CU_STREAM_PER_THREAD if _per_thread_by_env() and not on_simulator() \
-            else _CU_STREAM_LEGACY
+        return PER_THREAD_HANDLE if _per_thread_by_env() and not on_simulator() \
+            else LEGACY_HANDLE
     return handle
 
 
@@ -101,7 +100,7 @@ def stream_key(handle: int, thread: str | None = None):
     Handle 2 means "the calling thread's per-thread default stream": one stream per host
     thread, so it is told apart by the thread's name too. Every other handle is itself.
     """
-    if handle == _CU_STREAM_PER_THREAD:
+    if handle == PER_THREAD_HANDLE:
         return (handle, thread if thread is not None else threading.current_thread().name)
     return handle
 
@@ -121,9 +120,9 @@ def stream_info(stream) -> StreamInfo:
     device = cuda.get_current_device().id
     if handle == 0:
         kind = PER_THREAD_DEFAULT if _per_thread_by_env() else LEGACY_DEFAULT
-    elif handle == _CU_STREAM_LEGACY:
+    elif handle == LEGACY_HANDLE:
         kind = LEGACY_DEFAULT
-    elif handle == _CU_STREAM_PER_THREAD:
+    elif handle == PER_THREAD_HANDLE:
         kind = PER_THREAD_DEFAULT
     elif _capturing(handle):
         # A capturing stream refuses cuStreamGetFlags (STREAM_CAPTURE_UNSUPPORTED, measured
@@ -139,7 +138,7 @@ def stream_info(stream) -> StreamInfo:
     err, priority = driver.cuStreamGetPriority(driver.CUstream(handle))
     _check(err, "cuStreamGetPriority")
     info = StreamInfo(handle=handle, kind=kind, priority=int(priority), device=device)
-    if handle not in (0, _CU_STREAM_LEGACY, _CU_STREAM_PER_THREAD):
+    if handle not in (0, LEGACY_HANDLE, PER_THREAD_HANDLE):
         if len(_seen) > 4096:  # streams come and go; the cache only bridges captures
             _seen.clear()
         _seen[handle] = info
