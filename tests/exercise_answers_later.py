@@ -146,6 +146,14 @@ def wait_quietly(stream):
     ("09", 1, "scratch_step"): {
         "solution": """
 def scratch_step(mr, stream, d_x):
+    buf = mr.allocate(4 * d_x.size, stream=stream)
+    scratch = streamlab.as_array(buf, d_x.size, np.float32)
+    double_into[blocks_for(d_x.size), THREADS, stream](d_x, scratch)
+    double_into[blocks_for(d_x.size), THREADS, stream](scratch, d_x)
+    buf.close(stream)
+""",
+        "a cuda.core view of the stream made first (streamlab.core_stream)": """
+def scratch_step(mr, stream, d_x):
     core = streamlab.core_stream(stream)
     buf = mr.allocate(4 * d_x.size, stream=core)
     scratch = streamlab.as_array(buf, d_x.size, np.float32)
@@ -526,6 +534,15 @@ def scratch_step(mr, stream, d_x):
     buf.close(core)
     double_into[blocks_for(d_x.size), THREADS, stream](scratch, d_x)
 """, "freed before the last double_into"),
+        "allocated in a new cuda.core stream": ("""
+from cuda.core import Device
+def scratch_step(mr, stream, d_x):
+    buf = mr.allocate(4 * d_x.size, stream=Device().create_stream())
+    scratch = streamlab.as_array(buf, d_x.size, np.float32)
+    double_into[blocks_for(d_x.size), THREADS, stream](d_x, scratch)
+    double_into[blocks_for(d_x.size), THREADS, stream](scratch, d_x)
+    buf.close(stream)
+""", "allocated in another stream"),
         "allocated in another stream": ("""
 def scratch_step(mr, stream, d_x):
     buf = mr.allocate(4 * d_x.size, stream=streamlab.core_stream(cuda.stream()))
@@ -548,7 +565,7 @@ def scratch_step(mr, stream, d_x):
     scratch = streamlab.as_array(buf, d_x.size, np.float32)
     double_into[blocks_for(d_x.size), THREADS, stream](d_x, scratch)
     double_into[blocks_for(d_x.size), THREADS, stream](scratch, d_x)
-    stream.synchronize()
+    stream.sync()
     buf.close(core)
 """, "you synchronized the host"),
     },

@@ -50,7 +50,7 @@ class _SeenPool:
         self._inner, self._seen = inner, seen
 
     def allocate(self, size, *, stream):
-        """``mr.allocate(nbytes, stream=streamlab.core_stream(s))``, as the pool's."""
+        """``mr.allocate(nbytes, stream=s)``, as the pool's."""
         buf = self._inner.allocate(size, stream=stream)
         self._seen.note(self._seen.allocs, stream)
         if isinstance(buf, SimBuffer):
@@ -102,9 +102,13 @@ def check_exercise1(scratch_step, *, seed=None):
     the pool ``mr`` in ``stream`` (``streamlab.as_array`` makes it an array), launch
     ``double_into`` from d_x into the scratch and again from the scratch into d_x, then
     free the scratch in ``stream``: all in stream order, and the host does not wait."""
+    from cuda.core import Device, StreamOptions
+
     with exercise(1, scratch_step):
         h, d_x = fresh(seed)
-        s = cuda.stream()
+        dev = Device()
+        dev.set_current()
+        s = dev.create_stream(options=StreamOptions(nonblocking=False))
         with internal():
             double_into[1, 1](d_x[:1], cuda.device_array(1, np.float32))  # compiled
             cuda.synchronize()
@@ -116,7 +120,7 @@ def check_exercise1(scratch_step, *, seed=None):
         check.no_host_sync(ops, "scratch_step")
         if not seen.allocs:
             check.fail("allocate the scratch from the pool, in the stream: mr.allocate(4 * "
-                       "d_x.size, stream=streamlab.core_stream(stream)). cuda.device_array "
+                       "d_x.size, stream=stream). cuda.device_array "
                        "allocates at once, on the host's word, and may wait")
         if len(seen.allocs) > 1:
             check.fail(f"mr.allocate was called {len(seen.allocs)} times: one scratch array "
@@ -132,8 +136,8 @@ def check_exercise1(scratch_step, *, seed=None):
             check.fail("launch double_into twice, in the stream: from d_x into the scratch, "
                        "then from the scratch into d_x")
         if not seen.closes:
-            check.fail("the scratch was never freed: buf.close(streamlab.core_stream("
-                       "stream)) after the last launch, so the pool can reuse it")
+            check.fail("the scratch was never freed: buf.close(stream) after the last "
+                       "launch, so the pool can reuse it")
         at, where = seen.closes[0]
         if at <= launches[-1].index:
             check.fail("the scratch was freed before the last double_into was issued: in "
@@ -144,7 +148,7 @@ def check_exercise1(scratch_step, *, seed=None):
             check.fail("the scratch was freed in another stream, which is not ordered "
                        "after the kernels: close it in the stream that used it")
         no_races(ops)
-        s.synchronize()
+        s.sync()
         check.equal(d_x.copy_to_host(), 4 * h, "d_x after scratch_step")
 
 
