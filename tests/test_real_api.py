@@ -1,0 +1,93 @@
+"""Which of streamlab's wrappers of a CUDA call the learner still writes, and why.
+
+Issue 31 moves the learner onto the ecosystem's own calls (numba.cuda, else cuda.core, else
+cuda.bindings). This test keeps the account honest: every call of such a wrapper left in a
+notebook, lab or solution is listed below with its reason, and a listed one that is gone
+must leave the list, so the list only shrinks and says what is still to do.
+"""
+
+import json
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+#: streamlab's wrappers of calls the course teaches
+WRAPPERS = ("stream", "event", "launch_host_func", "stream_done", "graph_builder", "join",
+            "core_stream", "memory_resource", "as_array", "priority_range", "end_capture",
+            "stream_info")
+
+_HOST_FUNCTIONS = ("numba-cuda 0.30's Stream.add_callback and async_done are broken on a GPU, "
+                   "and cuda.core 1.2 has no host-function launch: still to do, through "
+                   "cuda.bindings' cuLaunchHostFunc and a stand-in on the simulator")
+_GRAPHS = ("graph_builder keeps cuda.core 1.2's builders alive against cuda-python#2834 (a "
+           "crash at exit that killed lesson 07's kernel) and tells the Timeline that "
+           "captures exist: still to do, by another means, before the learner calls "
+           "stream.create_graph_builder() itself")
+_END_CAPTURE = ("a workaround that stays: cuda.core 1.2 cannot end a capture a refused call "
+                "invalidated; lesson 07 shows the driver call underneath")
+_AS_ARRAY = ("stays: numba-cuda 0.30 cannot import DLPack and a cuda.core Buffer has no CUDA "
+             "array interface; lesson 09 says so and names numba's "
+             "cuda.from_cuda_array_interface underneath")
+_RANGE = ("cuda.core has no call for cuCtxGetStreamPriorityRange: still to do, through "
+          "cuda.bindings and a stand-in on the simulator")
+
+#: (file, wrapper) -> why it is still there
+REMAINING = {
+    **{(f"notebooks/05__host_work__callbacks_asyncio{s}.ipynb", w): _HOST_FUNCTIONS
+       for s in ("", "__SOLUTION") for w in ("launch_host_func", "stream_done")},
+    **{(f"notebooks/05__host_work__callbacks_asyncio{s}.ipynb", "stream"):
+       "to do with lesson 05's host functions: its streams are made for them"
+       for s in ("", "__SOLUTION")},
+    **{("solutions/lab05__host_functions/lab05__host_functions.ipynb", w): _HOST_FUNCTIONS
+       for w in ("launch_host_func", "stream_done")},
+    **{(f"notebooks/07__cuda_graphs__capture_and_replay{s}.ipynb", w): _GRAPHS
+       for s in ("", "__SOLUTION") for w in ("graph_builder", "join", "core_stream")},
+    **{(f"notebooks/07__cuda_graphs__capture_and_replay{s}.ipynb", "end_capture"): _END_CAPTURE
+       for s in ("", "__SOLUTION")},
+    **{(f"notebooks/10__capstone__streamed_pipeline{s}.ipynb", w): _GRAPHS
+       for s in ("", "__SOLUTION") for w in ("graph_builder", "core_stream")},
+    ("solutions/lab07__graphs/lab07__graphs.ipynb", "join"): _GRAPHS,
+    **{(f"notebooks/09__memory_and_two_gpus__allocation_peers{s}.ipynb", "as_array"): _AS_ARRAY
+       for s in ("", "__SOLUTION")},
+    **{(f"notebooks/08__streams_and_the_hardware__priorities_queues{s}.ipynb",
+        "priority_range"): _RANGE for s in ("", "__SOLUTION")},
+    ("labs/lab08__hardware/lab08__hardware.ipynb", "priority_range"): _RANGE,
+    ("solutions/lab08__hardware/lab08__hardware.ipynb", "priority_range"): _RANGE,
+}
+
+
+def calls_found() -> set:
+    pattern = re.compile(r"\bstreamlab\.(" + "|".join(WRAPPERS) + r")\(")
+    found = set()
+    for path in sorted([*ROOT.glob("notebooks/*.ipynb"), *ROOT.glob("labs/*/*.ipynb"),
+                        *ROOT.glob("solutions/*/*.ipynb")]):
+        nb = json.loads(path.read_text())
+        for cell in nb["cells"]:
+            if cell["cell_type"] == "code":
+                source = "".join(cell["source"])
+                found |= {(str(path.relative_to(ROOT)), m) for m in pattern.findall(source)}
+    return found
+
+
+def test_every_wrapper_the_learner_still_calls_is_accounted_for():
+    found = calls_found()
+    unexplained = sorted(found - set(REMAINING))
+    assert not unexplained, (f"a learner calls streamlab's wrapper where the real API should "
+                             f"be in their hands (issue 31): {unexplained}. Use the "
+                             f"ecosystem's call, or add it to REMAINING with the reason")
+    gone = sorted(set(REMAINING) - found)
+    assert not gone, f"no longer called: take them out of REMAINING: {gone}"
+
+
+def test_the_stream_and_event_lessons_use_cuda_core():
+    """Lessons 01, 02, 08 and 09 and lab 08 make their streams and events with cuda.core."""
+    for name in ("01__default_streams__eight_streams", "02__events__producer_consumer",
+                 "08__streams_and_the_hardware__priorities_queues",
+                 "09__memory_and_two_gpus__allocation_peers"):
+        for suffix in ("", "__SOLUTION"):
+            text = (ROOT / "notebooks" / f"{name}{suffix}.ipynb").read_text()
+            assert "from cuda.core import Device" in text, (name, suffix)
+            assert "create_stream(" in text, (name, suffix)
+    lab = (ROOT / "solutions/lab08__hardware/lab08__hardware.ipynb").read_text()
+    assert "create_stream(options=StreamOptions(priority=" in lab
