@@ -117,12 +117,17 @@ def page(request):
         browser.close()
 
 
-def run_all(page):
-    """Run All Cells, once the shown notebook's kernel has connected and is idle (the status
-    bar says so; on a loaded machine a kernel takes seconds, and a run asked for before it
-    connected was lost)."""
+def wait_for_idle_kernel(page):
+    """Wait until the shown notebook's kernel has connected and is idle (the status bar says
+    so; on a loaded machine a kernel takes seconds, and a run asked for before it connected
+    was lost)."""
     page.locator(".jp-StatusBar-Widget").get_by_text(re.compile(r"\| Idle$")).first.wait_for(
         timeout=120_000)
+
+
+def run_all(page):
+    """Run All Cells, once the shown notebook's kernel is idle."""
+    wait_for_idle_kernel(page)
     page.get_by_role("menuitem", name="Run", exact=True).click()
     page.get_by_text("Run All Cells", exact=True).click()
 
@@ -157,6 +162,21 @@ def type_over(page, cell, text, tries=3):
                          f"{tries} times")
 
 
+def guess_before(path, marker):
+    """The id and source of the guess cell that keeps back the run of the code cell holding
+    ``marker`` (the nearest guess cell before it), in the learner's copy at ``path``."""
+    nb = json.loads(Path(path).read_text())
+    last = None
+    for cell in nb["cells"]:
+        if "guess" in cell["metadata"].get("streamlab", {}):
+            last = cell
+        elif cell["cell_type"] == "code" and marker in "".join(cell["source"]):
+            assert last is not None and last["metadata"]["streamlab"]["reveal"], \
+                f"no guess cell keeps the run of the cell {marker!r} in {path}"
+            return last["id"], "".join(last["source"])
+    raise AssertionError(f"no cell holds {marker!r} in {path}")
+
+
 def wait_for_file(path, holds, what, timeout=60, shown=None):
     """Wait until ``holds(path)``; on a timeout, the message shows ``shown(path)``."""
     deadline = time.monotonic() + timeout
@@ -180,17 +200,24 @@ def test_the_first_minutes_of_a_learner(git_course, page):
         assert page.get_by_role("link", name="Eight kernels at once").count() >= 1  # labs
         page.get_by_role("link", name="Getting started: a first kernel, timing with "
                          "events, a first timeline").first.click()
-        # predict before you see: a cell for the learner's guess after each question, and
-        # what gives the answer away folded: the committed timeline under a question shows
-        # once its fold is opened (or the learner runs the cell: then their own run shows)
-        page.locator(".jp-Notebook .jp-MarkdownCell").filter(has_text="Your guess.").first \
-            .wait_for(timeout=60_000)
+        # predict before you see: a guess cell after each question; the committed timeline
+        # under a question is not there until the learner has guessed, then it shows in the
+        # guess cell beside the guess
+        gid, guess_source = guess_before(mine, 'tl.name_stream(s, "work")')
         timeline = page.locator(".jp-CodeCell").filter(has_text='tl.name_stream(s, "work")').first
-        image = timeline.locator(".jp-OutputArea-output img").first
-        timeline.locator(".jp-OutputPlaceholder").wait_for(timeout=60_000)
-        assert not image.is_visible(), "the committed timeline shows before its fold is opened"
-        timeline.locator(".jp-OutputPlaceholder").click()
-        image.wait_for(timeout=30_000)
+        timeline.wait_for(timeout=60_000)
+        assert timeline.locator(".jp-OutputArea-output img").count() == 0, \
+            "the committed timeline shows before the learner has guessed"
+        guess = page.locator(".jp-CodeCell").filter(has_text=f"'{gid}'").first
+        type_over(page, guess, guess_source.replace("my_guess = ...", "my_guess = 2"))
+        wait_for_idle_kernel(page)  # a run asked for before the kernel connected is lost
+        page.keyboard.press("Shift+Enter")
+        guess.locator(".jp-OutputArea-output").filter(has_text="Your guess: 2") \
+            .wait_for(timeout=120_000)
+        guess.locator(".jp-OutputArea-output img").first.wait_for(timeout=30_000)
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)  # what the learner sees, kept by CI
+        guess.scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / "a-guess-and-the-gpu-run-together.png"))
         run_all(page)
         exercise = page.locator(".jp-CodeCell").filter(has_text="def time_on(stream)").first
         exercise.locator(".jp-OutputArea-output").filter(

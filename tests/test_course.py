@@ -256,12 +256,13 @@ def test_jupyterlab_renders_every_cell_and_runs_as_root(tmp_path):
     assert "--ServerApp.allow_root=True" not in lab.command(tmp_path, [], as_root=False)
 
 
-def test_the_learners_copy_of_a_lesson_asks_for_a_guess_and_folds_the_answer(tmp_path):
+def test_the_learners_copy_of_a_lesson_asks_for_a_guess_and_reveals_after_it(tmp_path):
     """Predict before you see: in the learner's copy of every lesson, each question is
-    followed by a cell for their guess; the outputs of the code between the question and
-    its answer (the committed GPU run's) and the answer itself are folded. Every cell's
-    source, and every output, is still the course's; the solved copies are the course's
-    byte for byte."""
+    followed by a guess cell (code: ``my_guess = ...`` and a call of reveal); the outputs
+    of the code between the question and its answer (the committed GPU run's) are kept in
+    that cell's metadata, not under their cells; the answer is folded. Every cell's source
+    and every output is still the course's, in one place or the other; the solved copies
+    are the course's byte for byte."""
     course = tmp_path / "course"
     course.mkdir()
     for name in ("README.md", "notebooks"):
@@ -277,13 +278,17 @@ def test_the_learners_copy_of_a_lesson_asks_for_a_guess_and_folds_the_answer(tmp
         theirs, view = json.loads(src.read_text()), json.loads(mine.read_text())
         guesses = [c for c in view["cells"] if "guess" in c["metadata"].get("streamlab", {})]
         kept = [c for c in view["cells"] if c not in guesses]
-        # every cell's text and outputs are the course's (a cell that answers one question
-        # and asks the next is two cells here: the answer folded, the question in view)
+        # every cell's text is the course's (a cell that answers one question and asks
+        # the next is two cells here: the answer folded, the question in view)
         assert "".join("".join(c["source"]) for c in kept).replace("\n", "") == \
             "".join("".join(c["source"]) for c in theirs["cells"]).replace("\n", ""), src.name
-        assert [c.get("outputs") for c in kept if c["cell_type"] == "code"] == \
-            [c.get("outputs") for c in theirs["cells"] if c["cell_type"] == "code"], src.name
-        asked, folded_code = None, 0
+        # and every output is the course's: under its cell, or kept for the reveal
+        moved = [run["outputs"] for g in guesses for run in g["metadata"]["streamlab"]["reveal"]]
+        course_outputs = [c.get("outputs") for c in theirs["cells"] if c["cell_type"] == "code"]
+        here = [c.get("outputs") for c in kept if c["cell_type"] == "code"]
+        assert sorted(map(json.dumps, [o for o in here if o] + moved)) == \
+            sorted(map(json.dumps, [o for o in course_outputs if o])), src.name
+        asked, hidden = None, 0
         for i, cell in enumerate(view["cells"]):
             text = "".join(cell["source"])
             jupyter = cell["metadata"].get("jupyter", {})
@@ -291,18 +296,19 @@ def test_the_learners_copy_of_a_lesson_asks_for_a_guess_and_folds_the_answer(tmp
                 assert not jupyter.get("source_hidden"), f"{src.name}: question {i} folded"
                 assert asked is None, f"{src.name}: question {asked} has no answer"
                 questions += 1
-                asked, folded_code = i, 0
-                assert "guess" in view["cells"][i + 1]["metadata"].get("streamlab", {})
-                assert "**Your guess.**" in "".join(view["cells"][i + 1]["source"])
+                asked, hidden = i, 0
+                guess = view["cells"][i + 1]
+                assert guess["cell_type"] == "code" and "guess" in guess["metadata"]["streamlab"]
+                assert "my_guess = ..." in "".join(guess["source"])
+                assert f"reveal(my_guess, {src.stem!r}, {guess['id']!r})" in "".join(guess["source"])
+                hidden = len(guess["metadata"]["streamlab"]["reveal"])
             elif "**Answer.**" in text:
                 assert jupyter.get("source_hidden") is True, (src.name, i)
-                assert folded_code >= 1, f"{src.name}: question {asked} folds no output"
+                assert hidden >= 1, f"{src.name}: question {asked} keeps no output back"
                 asked = None
-            elif cell["cell_type"] == "code":
-                folded = jupyter.get("outputs_hidden") is True
-                assert folded == (asked is not None), (src.name, i)
-                assert cell["metadata"].get("collapsed", False) == folded
-                folded_code += folded
+            elif cell["cell_type"] == "code" and asked is not None and \
+                    "guess" not in cell["metadata"].get("streamlab", {}):
+                assert cell["outputs"] == [], (src.name, i)
         assert asked is None, f"{src.name}: question {asked} has no answer"
     assert questions >= 60, questions  # (69 when this was written)
     assert workspace.changed_by_learner(course, ws) == []
@@ -310,8 +316,39 @@ def test_the_learners_copy_of_a_lesson_asks_for_a_guess_and_folds_the_answer(tmp
     lesson = ws / "notebooks" / "00__getting_started__first_timeline.ipynb"
     nb = json.loads(lesson.read_text())
     guess = next(c for c in nb["cells"] if "guess" in c["metadata"].get("streamlab", {}))
-    guess["source"] = "**Your guess.** About 1 ms: it compiles."
+    guess["source"] = "".join(guess["source"]).replace("my_guess = ...", "my_guess = 'About 1 ms'")
     lesson.write_text(json.dumps(nb))
     assert workspace.changed_by_learner(course, ws) == ["notebooks/" + lesson.name]
     workspace.prepare(course, ws)
     assert "About 1 ms" in lesson.read_text()
+
+
+def test_reveal_shows_the_guess_beside_the_courses_run_and_nothing_before_a_guess(
+        tmp_path, capsys):
+    course = tmp_path / "course"
+    course.mkdir()
+    for name in ("README.md", "notebooks"):
+        src = ROOT / name
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, course / name)
+    ws = workspace.prepare(course).folder
+    folder = ws / "notebooks"
+    stem = "00__getting_started__first_timeline"
+    nb = json.loads((folder / f"{stem}.ipynb").read_text())
+    def texts(cell):
+        return ["".join(o.get("text", "")) for run in cell["metadata"]["streamlab"]["reveal"]
+                for o in run["outputs"] if o.get("output_type") == "stream" and o.get("text")]
+
+    guess = next(c for c in nb["cells"]
+                 if "guess" in c["metadata"].get("streamlab", {}) and texts(c))
+    texts = texts(guess)
+    workspace.reveal(..., stem, guess["id"], folder)
+    before = capsys.readouterr().out
+    assert "Nothing shown yet" in before and not any(t and t in before for t in texts)
+    workspace.reveal(2.5, stem, guess["id"], folder)
+    after = capsys.readouterr().out
+    assert "Your guess: 2.5" in after and "The course's GPU run" in after
+    assert texts and all(t in after for t in texts), (texts, after)
+    with pytest.raises(FileNotFoundError, match="reveal reads the course's run"):
+        workspace.reveal(1, "99__no_such_lesson", guess["id"], folder)
+    with pytest.raises(LookupError, match="no guess cell 'guess-0'"):
+        workspace.reveal(1, stem, "guess-0", folder)

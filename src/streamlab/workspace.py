@@ -17,11 +17,13 @@ Each start brings the copy up to date with the course, file by file:
   course's version (the learner's own is kept in ``old-versions/``).
 
 **Predict before you see.** In the learner's copy of a lesson (not in its solved copy,
-nor in the course's files), each **Question.** is followed by a **Your guess.** cell for
-the learner's answer, and what would give the answer away is folded, with JupyterLab's own
-cell metadata (:func:`learner_view`): the outputs of the code cells between the question
-and its **Answer.** (the committed GPU run's numbers and timelines), and the answer's
-text. One click on a fold's bar opens it.
+nor in the course's files), each **Question.** is followed by a guess cell, a code cell
+where the learner writes ``my_guess = ...`` (:func:`learner_view`). The outputs of the code
+cells between the question and its **Answer.** (the committed GPU run's numbers and
+timelines) are not under those cells in the learner's copy: they are kept in the guess
+cell's metadata, and running the guess cell with a guess shows the guess and that run
+together (:func:`reveal`). The answer's text is folded with JupyterLab's own cell metadata
+(``jupyter.source_hidden``): one click on its bar opens it.
 
 ``my-work/.streamlab-workspace.json`` records the hash of each file as it was copied; that
 is how a learner's change is told from the course's. A notebook's hash leaves out what
@@ -56,7 +58,7 @@ from pathlib import Path
 
 __all__ = ["FOLDER", "MARKER", "ENV_VAR", "KERNEL_METADATA", "GUESS", "Sync", "WorkspaceError",
            "location", "prepare", "reset", "course_files", "changed_by_learner", "content_hash",
-           "learner_view"]
+           "learner_view", "reveal", "GUESS_CELL"]
 
 #: the learner's copy, inside the course folder (ignored by git)
 FOLDER = "my-work"
@@ -154,58 +156,103 @@ def _hash(data: bytes, suffix: str) -> str:
 
 
 
-#: the cell put after each question in the learner's copy of a lesson
-GUESS = ("**Your guess.** Before you run the cells below, write your answer to the question "
-         "here, a number or which one it is, and why. Their outputs are folded away, and so "
-         "is the answer after them: run the cells, then open the folds (click the bar at "
-         "the left of one) to see the GPU's answer beside yours.")
+#: the first line of the cell put after each question in the learner's copy of a lesson
+GUESS = "# Your guess, before you run the cells below: a number, or which one it is, and why."
+#: the cell itself (a code cell: the guess is recorded in the notebook, and running it shows
+#: the course's GPU run beside it)
+GUESS_CELL = (GUESS + "\nmy_guess = ...\n"
+              "# Then run this cell: your guess and the course's GPU run appear together.\n"
+              "from streamlab.workspace import reveal; reveal(my_guess, {notebook!r}, {cell!r})")
 #: what marks the cells :func:`learner_view` made or folded (cell metadata)
 VIEW_KEY = "streamlab"
 
 
-def learner_view(nb: dict) -> dict:
-    """The learner's copy of lesson notebook ``nb`` (a dict, as ``json.load`` reads it):
-    after each **Question.** markdown cell, a **Your guess.** cell; the code cells
-    between the question and its **Answer.** with their outputs folded, and the answer
-    folded (JupyterLab's ``jupyter.outputs_hidden`` and ``collapsed``, and
-    ``jupyter.source_hidden``). Everything else, the cells' sources and the outputs
-    themselves included, is as the course has it.
+def learner_view(nb: dict, name: str = "") -> dict:
+    """The learner's copy of lesson notebook ``nb`` (a dict, as ``json.load`` reads it;
+    ``name``: its file name, without ``.ipynb``): after each **Question.** markdown cell,
+    a **Your guess.** code cell; the outputs of the code cells between the question and
+    its **Answer.** (the committed GPU run's) taken out of those cells and kept in the
+    guess cell's metadata, which :func:`reveal` shows once the learner has guessed; the
+    answer folded (JupyterLab's ``jupyter.source_hidden``). Every cell's source is as the
+    course has it.
 
     >>> md = lambda text: {"cell_type": "markdown", "metadata": {}, "source": text}
-    >>> code = {"cell_type": "code", "metadata": {}, "source": "run()", "outputs": [],
-    ...         "execution_count": 1}
-    >>> view = learner_view({"cells": [md("**Question.** How fast?"), code,
-    ...                                md("**Answer.** Fast."), code]})
-    >>> ["".join(c["source"])[:16] for c in view["cells"]]
-    ['**Question.** Ho', '**Your guess.** ', 'run()', '**Answer.** Fast', 'run()']
-    >>> view["cells"][2]["metadata"], view["cells"][3]["metadata"]["jupyter"]
-    ({'collapsed': True, 'jupyter': {'outputs_hidden': True}}, {'source_hidden': True})
-    >>> view["cells"][4]["metadata"]
-    {}
+    >>> code = lambda out: {"cell_type": "code", "metadata": {}, "source": "run()",
+    ...                     "outputs": [out], "execution_count": 1}
+    >>> view = learner_view({"cells": [md("**Question.** How fast?"), code("1 ms"),
+    ...                                md("**Answer.** Fast."), code("2 ms")]}, "00__x")
+    >>> [c["cell_type"] for c in view["cells"]]
+    ['markdown', 'code', 'code', 'markdown', 'code']
+    >>> view["cells"][1]["source"][-1]
+    "from streamlab.workspace import reveal; reveal(my_guess, '00__x', 'guess-1')"
+    >>> view["cells"][1]["metadata"]["streamlab"]["reveal"][0]["outputs"], view["cells"][2]["outputs"]
+    (['1 ms'], [])
+    >>> view["cells"][3]["metadata"]["jupyter"], view["cells"][4]["outputs"]
+    ({'source_hidden': True}, ['2 ms'])
     """
     out = json.loads(json.dumps(nb))  # a copy: the course's notebook stays as it is
     if not isinstance(out.get("cells"), list):
         return out
-    cells, asked = [], False
+    cells, guess = [], None
     for cell in _split_answers_from_questions(out["cells"]):
         text = "".join(cell.get("source", ""))
-        if cell.get("cell_type") == "markdown" and "**Answer.**" in text and asked:
+        if cell.get("cell_type") == "markdown" and "**Answer.**" in text and guess:
             meta = cell.setdefault("metadata", {})
             meta.setdefault("jupyter", {})["source_hidden"] = True
-            asked = False
-        elif cell.get("cell_type") == "code" and asked:
-            meta = cell.setdefault("metadata", {})
-            meta["collapsed"] = True
-            meta.setdefault("jupyter", {})["outputs_hidden"] = True
+            guess = None
+        elif cell.get("cell_type") == "code" and guess:
+            if cell.get("outputs"):
+                guess["metadata"][VIEW_KEY]["reveal"].append(
+                    {"source": text.splitlines()[0] if text else "", "outputs": cell["outputs"]})
+            cell["outputs"], cell["execution_count"] = [], None
         cells.append(cell)
         if cell.get("cell_type") == "markdown" and "**Question.**" in text:
-            asked = True
             # as JupyterLab writes a cell back (an id, the source as a list of lines), so
             # that a lesson only opened and saved is not the learner's change
-            cells.append({"cell_type": "markdown", "id": f"guess-{len(cells)}",
-                          "metadata": {VIEW_KEY: {"guess": True}}, "source": [GUESS]})
+            cell_id = f"guess-{len(cells)}"
+            guess = {"cell_type": "code", "id": cell_id, "execution_count": None,
+                     "metadata": {VIEW_KEY: {"guess": True, "reveal": []}}, "outputs": [],
+                     "source": GUESS_CELL.format(notebook=name, cell=cell_id)
+                     .splitlines(keepends=True)}
+            cells.append(guess)
     out["cells"] = cells
     return out
+
+
+def reveal(guess, notebook: str, cell: str, folder: Path | None = None) -> None:
+    """Show the learner's ``guess`` beside the course's GPU run of the cells that answer the
+    question (kept in the guess cell ``cell`` of ``notebook``, the lesson's file name
+    without ``.ipynb``, in ``folder``: the kernel's working folder, where JupyterLab runs a
+    notebook). With no guess yet (``...``, None or blank), it says so and shows nothing."""
+    if guess is ... or guess is None or (isinstance(guess, str) and not guess.strip()):
+        print("Nothing shown yet: write your guess in place of `...` above (a number, or "
+              "which one it is and why), then run this cell again.")
+        return
+    path = Path(folder or Path.cwd()) / f"{notebook}.ipynb"
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"{path} is not here: reveal reads the course's run from the lesson's own file. "
+            f"Run the lesson from its folder (JupyterLab does), or pass folder=")
+    nb = json.loads(path.read_text())
+    found = [c for c in nb.get("cells", []) if c.get("id") == cell]
+    if not found:
+        raise LookupError(f"{path.name} has no guess cell {cell!r}: it was deleted or "
+                          f"renamed. `python -m streamlab reset {notebook[:2]}` gives back the "
+                          f"lesson as the course has it (your copy is kept in old-versions/)")
+    shown = found[0].get("metadata", {}).get(VIEW_KEY, {}).get("reveal", [])
+    print(f"Your guess: {guess}")
+    from IPython.display import display
+
+    for run in shown:
+        print(f"\nThe course's GPU run of the cell beginning `{run['source']}`:")
+        for output in run["outputs"]:
+            kind = output.get("output_type") if isinstance(output, dict) else None
+            if kind == "stream":
+                print("".join(output.get("text", "")), end="")
+            elif kind in ("display_data", "execute_result"):
+                display(output.get("data", {}), raw=True, metadata=output.get("metadata", {}))
+    print("\nThe answer is the folded cell below: click its bar to open it. Run the cells "
+          "above it to see your own machine's run.")
 
 
 def _split_answers_from_questions(cells: list) -> list:
@@ -239,7 +286,7 @@ def _copied_bytes(rel: str, src: Path) -> bytes:
             nb = json.loads(data)
         except ValueError:
             return data
-        view = learner_view(nb) if isinstance(nb, dict) else nb
+        view = learner_view(nb, Path(rel).stem) if isinstance(nb, dict) else nb
         if view != nb:  # (a lesson without questions is copied byte for byte)
             return (json.dumps(view, indent=1, ensure_ascii=False) + "\n").encode()
     return data
