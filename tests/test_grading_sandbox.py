@@ -7,6 +7,7 @@ import os
 import sys
 
 import pytest
+import streamlab
 from labtools import ROOT, cells_of, submission
 
 from streamlab.grading import plan, run_part, sandbox
@@ -297,4 +298,27 @@ def test_a_verdict_forged_through_what_writes_it_scores_nothing(tmp_path, code, 
 def test_a_verdict_forged_from_the_graders_frame_scores_nothing(tmp_path, after):
     got = run_part(cheat(_FROM_A_FRAME.replace("{after}", after)), "check_part3",
                    cwd=str(tmp_path), timeout=120, sandbox="off")
+    assert not got.passed, got
+
+
+_FORGED_PRIORITY = '''
+def launch_urgent(work_ns, last_end, out, started):
+    least, greatest = streamlab.priority_range()
+    low, high = cuda.stream(), cuda.stream()      # plain numba streams: no priority
+    streamlab.streams._sim_made[high.handle] = (False, greatest)   # written by hand
+    for _ in range(4):
+        background[BLOCKS, THREADS, low](work_ns, last_end)
+    urgent[1, 32, high](out, started)
+'''
+
+
+@pytest.mark.skipif("not streamlab.on_simulator()", reason="a GPU's driver knows its streams")
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "open (issue 32, item 1): on the simulator, what a stream was made as is streamlab's own "
+    "record in the learner's process (streams._sim_made), which code can write by hand; a "
+    "GPU's driver knows its streams, so there this scores nothing. The fix judges outside "
+    "the learner's process. Remove this mark when that lands."))
+def test_a_priority_written_into_the_simulators_record_scores_nothing(tmp_path):
+    cells = plan(submission("lab08__hardware", {"launch_urgent": _FORGED_PRIORITY}))
+    got = run_part(cells, "check_part1", cwd=str(tmp_path), timeout=120, sandbox="off")
     assert not got.passed, got

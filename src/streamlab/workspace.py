@@ -252,7 +252,8 @@ def reveal(guess, notebook: str, cell: str, folder: Path | None = None) -> None:
             elif kind in ("display_data", "execute_result"):
                 display(output.get("data", {}), raw=True, metadata=output.get("metadata", {}))
     print("\nThe answer is the folded cell below: click its bar to open it. Run the cells "
-          "above it to see your own machine's run.")
+          "above it to see your own machine's run (on Numba's simulator: the model GPU's "
+          "prediction, for a third opinion).")
 
 
 def _split_answers_from_questions(cells: list) -> list:
