@@ -191,3 +191,31 @@ def test_an_array_that_remembers_a_cuda_core_stream_has_no_array_interface():
     assert remembering.copy_to_host().tolist() == [2.0] * 4
     plain = cuda.to_device(np.zeros(4, np.float32))
     assert plain.__cuda_array_interface__["stream"] is None
+
+
+def test_what_the_stand_in_and_cuda_core_share_in_the_details():
+    """Found by a review against cuda.core 1.2.2 (each held on a GPU by the real library):
+    the default stream without importing it first, options taken as cuda.core takes them,
+    handles that are not ints, allocate's stream required, wait's refusal, flags fixed at
+    creation, Device of a Device."""
+    dev = Device(Device())
+    assert int(dev.default_stream.handle) in (1, 2)  # legacy or per-thread, as set
+    s = dev.create_stream(options=StreamOptions(nonblocking=0, priority=np.int64(0)))
+    assert s.is_nonblocking is False and s.priority == 0
+    with pytest.raises(TypeError, match="Expected int, got str"):
+        StreamOptions(priority="high")
+    with pytest.raises(TypeError, match="Expected bool, got int"):
+        EventOptions(blocking_sync=1)
+    with pytest.raises(TypeError):
+        f"{s.handle:#x}"  # noqa: B018  (a CUstream is not an int; int() of it is)
+    assert isinstance(int(s.handle), int)
+    with pytest.raises(TypeError):
+        dev.allocate(64)  # noqa: B018  (stream= is required, keyword-only)
+    with pytest.raises(ValueError, match="only an Event, Stream, or object supporting"):
+        s.wait(object())
+    options = EventOptions()
+    ev = s.record(options=options)
+    options.blocking_sync = True
+    assert ev.is_blocking_sync is False
+    s.close()
+    assert s.is_closed

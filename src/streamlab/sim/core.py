@@ -37,7 +37,7 @@ from __future__ import annotations
 import itertools
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..graphs import SimCoreStream, SimGraphBuilder
 
@@ -53,10 +53,19 @@ def _cuda():
 @dataclass
 class StreamOptions:
     """cuda.core's stream options: ``nonblocking`` (default True: the stream does not wait
-    for the legacy default stream), ``priority`` (lower numbers first; default the lowest)."""
+    for the legacy default stream), ``priority`` (lower numbers first; default the lowest).
+    Values are taken as cuda.core 1.2 takes them: ``nonblocking`` by its truth, ``priority``
+    as an int (``-1.0`` or a numpy integer included; a str refused)."""
 
     nonblocking: bool = True
     priority: int | None = None
+
+    def __post_init__(self):
+        self.nonblocking = bool(self.nonblocking)
+        if self.priority is not None:
+            if isinstance(self.priority, (str, bytes)) or not hasattr(self.priority, "__int__"):
+                raise TypeError(f"Expected int, got {type(self.priority).__name__}")
+            self.priority = int(self.priority)
 
 
 @dataclass
@@ -67,6 +76,36 @@ class EventOptions:
     timing_enabled: bool | None = False
     blocking_sync: bool | None = False
     ipc_enabled: bool | None = False
+
+    def __post_init__(self):  # cuda.core 1.2 takes a bool and nothing else here
+        for name in ("timing_enabled", "blocking_sync", "ipc_enabled"):
+            value = getattr(self, name)
+            if value is None:
+                setattr(self, name, False)
+            elif not isinstance(value, bool):
+                raise TypeError(f"Expected bool, got {type(value).__name__}")
+
+
+class _Handle:
+    """A handle as cuda.core gives it (``CUstream``, ``CUevent``): ``int()`` of it is the
+    address; it is not an int, so ``f"{h:#x}"`` fails here as it does on a GPU."""
+
+    __slots__ = ("_kind", "_value")
+
+    def __init__(self, kind: str, value: int):
+        self._kind, self._value = kind, value
+
+    def __int__(self):
+        return self._value
+
+    def __eq__(self, other):
+        return isinstance(other, _Handle) and other._value == self._value
+
+    def __hash__(self):
+        return hash((self._kind, self._value))
+
+    def __repr__(self):
+        return f"<{self._kind} {self._value:#x}>"
 
 
 def _options(options, cls, what: str):
@@ -89,7 +128,9 @@ class Device:
 
     _one = None
 
-    def __new__(cls, device_id: int | None = None):
+    def __new__(cls, device_id: "int | Device | None" = None):
+        if isinstance(device_id, Device):
+            device_id = 0
         if device_id is not None and (isinstance(device_id, bool)
                                       or not isinstance(device_id, int)):
             raise TypeError(f"device_id is a GPU's number (0, 1, ...), got {device_id!r}")
@@ -126,17 +167,10 @@ class Device:
                 raise ValueError("obj and options cannot be both specified")
             return Stream._of(obj)
         opts = _options(options, StreamOptions, "create_stream")
-        if not isinstance(opts.nonblocking, bool):
-            raise TypeError(f"StreamOptions.nonblocking must be True or False, got "
-                            f"{opts.nonblocking!r}")
         from ..streams import SIMULATED_PRIORITY_RANGE, _sim_made
 
         least, greatest = SIMULATED_PRIORITY_RANGE
-        priority = opts.priority
-        if priority is None:
-            priority = least
-        elif isinstance(priority, bool) or not isinstance(priority, int):
-            raise TypeError(f"StreamOptions.priority must be an int or None, got {priority!r}")
+        priority = least if opts.priority is None else opts.priority
         if not greatest <= priority <= least:  # cuda.core's words (an H200, cuda.core 1.2)
             raise ValueError(f"priority={priority} is out of range [{greatest}, {least}]")
         inner = _cuda().stream()
@@ -153,7 +187,8 @@ class Device:
         CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM=1 (as cuda.core picks)."""
         per_thread = os.environ.get("CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM", "0") \
             not in ("", "0")
-        return PER_THREAD_DEFAULT_STREAM if per_thread else LEGACY_DEFAULT_STREAM
+        return __getattr__("PER_THREAD_DEFAULT_STREAM" if per_thread  # (made on first use)
+                           else "LEGACY_DEFAULT_STREAM")
 
     def create_graph_builder(self):
         """A graph builder on a new stream (see :mod:`streamlab.graphs`)."""
@@ -166,10 +201,10 @@ class Device:
 
         return SimMemoryResource()
 
-    def allocate(self, size: int, stream=None):
-        """``memory_resource.allocate(size, stream=...)``, in the default stream if none."""
-        return self.memory_resource.allocate(
-            size, stream=self.default_stream if stream is None else stream)
+    def allocate(self, size: int, *, stream):
+        """``memory_resource.allocate(size, stream=...)``: the stream is required, as in
+        cuda.core."""
+        return self.memory_resource.allocate(size, stream=stream)
 
     def __repr__(self):
         return "<Device 0 (CUDA simulator; streamlab's stand-in for cuda.core)>"
@@ -217,9 +252,15 @@ class Stream(SimCoreStream):
         return (0, int(self._inner.handle))
 
     @property
-    def handle(self) -> int:
-        """The stream's handle (an int here; a ``CUstream`` on a GPU: ``int()`` both)."""
-        return int(self._inner.handle)
+    def handle(self) -> "_Handle":
+        """The stream's handle: ``int(s.handle)`` is its address, as for cuda.core's
+        ``CUstream`` (which, like this, is not an int itself)."""
+        return _Handle("CUstream", int(self._inner.handle))
+
+    @property
+    def is_closed(self) -> bool:
+        """Has :meth:`close` been called?"""
+        return self._closed
 
     @property
     def is_nonblocking(self) -> bool:
@@ -260,9 +301,9 @@ class Stream(SimCoreStream):
         if isinstance(event_or_stream, Event):
             event_or_stream._inner.wait(self._inner)
             return
-        if not hasattr(event_or_stream, "__cuda_stream__"):
-            raise TypeError(f"wait takes a cuda.core Event or a stream, got "
-                            f"{type(event_or_stream).__name__}")
+        if not hasattr(event_or_stream, "__cuda_stream__"):  # cuda.core's words
+            raise ValueError(f"only an Event, Stream, or object supporting __cuda_stream__ "
+                             f"can be waited, got {type(event_or_stream)}")
         other = Stream._of(event_or_stream)
         between = _cuda().event(timing=False)
         between.record(other._inner)
@@ -277,13 +318,13 @@ class Stream(SimCoreStream):
         self._closed = True
 
     def __eq__(self, other):
-        return isinstance(other, Stream) and other.handle == self.handle
+        return isinstance(other, Stream) and int(other.handle) == int(self.handle)
 
     def __hash__(self):
-        return hash(self.handle)
+        return hash(int(self.handle))
 
     def __repr__(self):
-        return f"<Stream handle={self.handle:#x} (simulator)>"
+        return f"<Stream handle={int(self.handle):#x} (simulator)>"
 
 
 class Event:
@@ -307,15 +348,21 @@ class Event:
 
         ev = object.__new__(cls)
         ev._inner = _cuda().event(timing=opts.timing_enabled)
-        ev._options = opts
+        ev._options = replace(opts)  # its flags as made: a later edit of opts changes nothing
+        ev._closed = False
         ev._handle = next(_handles)
         _blocking_events[ev._inner] = opts.blocking_sync  # known from creation, as on a GPU
         return ev
 
     @property
-    def handle(self) -> int:
-        """The event's handle (an int here; a ``CUevent`` on a GPU)."""
-        return self._handle
+    def handle(self) -> "_Handle":
+        """The event's handle (``int()`` of it is a number, as of cuda.core's ``CUevent``)."""
+        return _Handle("CUevent", self._handle)
+
+    @property
+    def is_closed(self) -> bool:
+        """Has :meth:`close` been called?"""
+        return self._closed
 
     @property
     def is_timing_enabled(self) -> bool:
@@ -362,9 +409,10 @@ class Event:
 
     def close(self) -> None:
         """Nothing to destroy on the simulator."""
+        self._closed = True
 
     def __repr__(self):
-        return f"<Event handle={self.handle:#x} (simulator)>"
+        return f"<Event handle={self._handle:#x} (simulator)>"
 
 
 def __getattr__(name: str):
