@@ -256,6 +256,16 @@ def test_jupyterlab_renders_every_cell_and_runs_as_root(tmp_path):
     assert "--ServerApp.allow_root=True" not in lab.command(tmp_path, [], as_root=False)
 
 
+def lessons_with_a_workspace(tmp_path):
+    """A course folder holding the README and the lessons, and the learner's copy of it."""
+    course = tmp_path / "course"
+    course.mkdir()
+    for name in ("README.md", "notebooks"):
+        src = ROOT / name
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, course / name)
+    return course, workspace.prepare(course).folder
+
+
 def test_the_learners_copy_of_a_lesson_asks_for_a_guess_and_reveals_after_it(tmp_path):
     """Predict before you see: in the learner's copy of every lesson, each question is
     followed by a guess cell (code: ``my_guess = ...`` and a call of reveal); the outputs
@@ -263,12 +273,7 @@ def test_the_learners_copy_of_a_lesson_asks_for_a_guess_and_reveals_after_it(tmp
     that cell's metadata, not under their cells; the answer is folded. Every cell's source
     and every output is still the course's, in one place or the other; the solved copies
     are the course's byte for byte."""
-    course = tmp_path / "course"
-    course.mkdir()
-    for name in ("README.md", "notebooks"):
-        src = ROOT / name
-        (shutil.copytree if src.is_dir() else shutil.copy)(src, course / name)
-    ws = workspace.prepare(course).folder
+    course, ws = lessons_with_a_workspace(tmp_path)
     questions = 0
     for src in sorted((course / "notebooks").glob("*.ipynb")):
         mine = ws / "notebooks" / src.name
@@ -325,12 +330,7 @@ def test_the_learners_copy_of_a_lesson_asks_for_a_guess_and_reveals_after_it(tmp
 
 def test_reveal_shows_the_guess_beside_the_courses_run_and_nothing_before_a_guess(
         tmp_path, capsys):
-    course = tmp_path / "course"
-    course.mkdir()
-    for name in ("README.md", "notebooks"):
-        src = ROOT / name
-        (shutil.copytree if src.is_dir() else shutil.copy)(src, course / name)
-    ws = workspace.prepare(course).folder
+    _, ws = lessons_with_a_workspace(tmp_path)
     folder = ws / "notebooks"
     stem = "00__getting_started__first_timeline"
     nb = json.loads((folder / f"{stem}.ipynb").read_text())

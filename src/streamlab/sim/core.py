@@ -237,10 +237,9 @@ class Stream(SimCoreStream):
         if proto is None:
             raise TypeError(f"{type(obj).__name__} is not a stream: create_stream(obj) "
                             f"takes an object with __cuda_stream__ (a numba stream, say)")
-        cuda = _cuda()
-        inner = obj if isinstance(obj, type(cuda.default_stream())) else \
-            type(cuda.default_stream())(int(proto()[1]))
-        return cls._wrap(inner)
+        if isinstance(obj, type(_cuda().default_stream())):  # a numba stream: itself inside
+            return cls._wrap(obj)
+        return cls.from_handle(int(proto()[1]))
 
     @staticmethod
     def from_handle(handle: int) -> "Stream":
