@@ -132,16 +132,20 @@ def test_host_function_name_is_the_label_not_the_functions_argument():
     assert call.wait(timeout=10) == 7 and call.name == "seven"
 
 
-def test_a_keyboard_interrupt_in_a_host_function_is_not_swallowed_on_the_simulator(sim_only):
+def test_a_keyboard_interrupt_in_a_host_function_stays_on_the_drivers_thread(sim_only):
+    """As on a GPU, where the driver's thread runs it: the error is kept (and printed),
+    the stream goes on, and later host functions still run."""
     s = cuda.stream()
 
     def interrupted():
         raise KeyboardInterrupt
 
     call = streamlab.launch_host_func(s, interrupted)
-    with pytest.raises(KeyboardInterrupt):
-        s.synchronize()                 # the host function runs here, on this thread
+    s.synchronize()                     # it runs on the simulator's driver thread
     assert isinstance(call.exception, KeyboardInterrupt)
+    with pytest.raises(streamlab.HostFuncError, match="KeyboardInterrupt"):
+        call.wait(timeout=10)
+    assert streamlab.launch_host_func(s, lambda: 7).wait(timeout=10) == 7
 
 
 def test_nan_equals_nan_in_a_check():

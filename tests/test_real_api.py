@@ -17,9 +17,6 @@ WRAPPERS = ("stream", "event", "launch_host_func", "stream_done", "graph_builder
             "core_stream", "memory_resource", "as_array", "priority_range", "end_capture",
             "stream_info")
 
-_HOST_FUNCTIONS = ("numba-cuda 0.30's Stream.add_callback and async_done are broken on a GPU, "
-                   "and cuda.core 1.2 has no host-function launch: still to do, through "
-                   "cuda.bindings' cuLaunchHostFunc and a stand-in on the simulator")
 _GRAPHS = ("graph_builder keeps cuda.core 1.2's builders alive against cuda-python#2834 (a "
            "crash at exit that killed lesson 07's kernel) and tells the Timeline that "
            "captures exist: still to do, by another means, before the learner calls "
@@ -29,18 +26,9 @@ _END_CAPTURE = ("a workaround that stays: cuda.core 1.2 cannot end a capture a r
 _AS_ARRAY = ("stays: numba-cuda 0.30 cannot import DLPack and a cuda.core Buffer has no CUDA "
              "array interface; lesson 09 says so and names numba's "
              "cuda.from_cuda_array_interface underneath")
-_RANGE = ("cuda.core has no call for cuCtxGetStreamPriorityRange: still to do, through "
-          "cuda.bindings and a stand-in on the simulator")
 
 #: (file, wrapper) -> why it is still there
 REMAINING = {
-    **{(f"notebooks/05__host_work__callbacks_asyncio{s}.ipynb", w): _HOST_FUNCTIONS
-       for s in ("", "__SOLUTION") for w in ("launch_host_func", "stream_done")},
-    **{(f"notebooks/05__host_work__callbacks_asyncio{s}.ipynb", "stream"):
-       "to do with lesson 05's host functions: its streams are made for them"
-       for s in ("", "__SOLUTION")},
-    **{("solutions/lab05__host_functions/lab05__host_functions.ipynb", w): _HOST_FUNCTIONS
-       for w in ("launch_host_func", "stream_done")},
     **{(f"notebooks/07__cuda_graphs__capture_and_replay{s}.ipynb", w): _GRAPHS
        for s in ("", "__SOLUTION") for w in ("graph_builder", "join", "core_stream")},
     **{(f"notebooks/07__cuda_graphs__capture_and_replay{s}.ipynb", "end_capture"): _END_CAPTURE
@@ -50,10 +38,6 @@ REMAINING = {
     ("solutions/lab07__graphs/lab07__graphs.ipynb", "join"): _GRAPHS,
     **{(f"notebooks/09__memory_and_two_gpus__allocation_peers{s}.ipynb", "as_array"): _AS_ARRAY
        for s in ("", "__SOLUTION")},
-    **{(f"notebooks/08__streams_and_the_hardware__priorities_queues{s}.ipynb",
-        "priority_range"): _RANGE for s in ("", "__SOLUTION")},
-    ("labs/lab08__hardware/lab08__hardware.ipynb", "priority_range"): _RANGE,
-    ("solutions/lab08__hardware/lab08__hardware.ipynb", "priority_range"): _RANGE,
 }
 
 
@@ -78,6 +62,22 @@ def test_every_wrapper_the_learner_still_calls_is_accounted_for():
                              f"ecosystem's call, or add it to REMAINING with the reason")
     gone = sorted(set(REMAINING) - found)
     assert not gone, f"no longer called: take them out of REMAINING: {gone}"
+
+
+def test_host_functions_and_the_priority_range_are_the_drivers_calls():
+    """cuda.core 1.2 has neither: lessons 05 and 08 and labs 05 and 08 call the driver
+    through cuda.bindings, as real code does (a stand-in on the simulator)."""
+    for name, call in (("05__host_work__callbacks_asyncio", "driver.cuLaunchHostFunc("),
+                       ("08__streams_and_the_hardware__priorities_queues",
+                        "driver.cuCtxGetStreamPriorityRange()")):
+        for suffix in ("", "__SOLUTION"):
+            text = (ROOT / "notebooks" / f"{name}{suffix}.ipynb").read_text()
+            assert "from cuda.bindings import driver" in text and call in text, (name, suffix)
+    for lab, call in (("lab05__host_functions", "driver.cuLaunchHostFunc("),
+                      ("lab08__hardware", "driver.cuCtxGetStreamPriorityRange()")):
+        assert call in (ROOT / "solutions" / lab / f"{lab}.ipynb").read_text(), lab
+        assert "from cuda.bindings import driver" in \
+            (ROOT / "labs" / lab / f"{lab}.ipynb").read_text(), lab
 
 
 def test_the_stream_and_event_lessons_use_cuda_core():

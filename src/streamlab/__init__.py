@@ -26,12 +26,18 @@ if _chosen.simulator:
     from .sim import core as _simcore
 
     _simcore.install()  # `from cuda.core import Device` gives the simulator's stand-in
+    from .sim import bindings as _simbindings
+
+    _simbindings.install()  # cuda.bindings' cuLaunchHostFunc and priority range, stood in for
     _start_model()  # events, elapsed_time, query and timelines: a model GPU's
 
 from . import _hooks  # noqa: E402
 from ._hooks import uninstall  # noqa: E402  (puts numba's functions back)
 
 _hooks.install()  # numba's stream-ordered calls, seen by record_ops and race_check
+from . import hostfn as _hostfn  # noqa: E402
+
+_hostfn.install()  # cuLaunchHostFunc recorded while listening; a host function's news ordered
 if not _chosen.simulator:
     from . import _driverwatch
 

@@ -26,25 +26,17 @@ that needs them says so (:func:`missing`).
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
+import warnings
 import sys
 import threading
 
 from . import ops
-from .streams import PER_THREAD_HANDLE, DriverEvent
+from .streams import PER_THREAD_HANDLE, DriverEvent, DriverStream
 
-_state = {"subscriber": None, "unavailable": None, "errors": []}
+_state = {"subscriber": None, "unavailable": None, "taken": "", "errors": []}
 _lock = threading.Lock()
-
-
-class _Raw:
-    """A stream known by its handle alone (what the driver call carried)."""
-
-    def __init__(self, handle: int):
-        self.handle = handle
-
-    def __cuda_stream__(self):
-        return (0, self.handle)
 
 
 _events: dict = {}  # handle -> DriverEvent
@@ -60,7 +52,10 @@ def event_for(handle: int) -> DriverEvent:
     return ev
 
 
+@functools.lru_cache(maxsize=1)
 def _own_dirs() -> tuple:
+    """numba's and streamlab's folders (not cuda.core's or cuda.bindings': their calls are
+    the ones to see)."""
     import numba
     from numba import cuda
 
@@ -69,22 +64,13 @@ def _own_dirs() -> tuple:
 
 
 def _from_numba_or_streamlab(frame) -> bool:
-    return frame is not None and frame.f_code.co_filename.startswith(_dirs())
-
-
-_dirs_cache: list = []
-
-
-def _dirs() -> tuple:
-    if not _dirs_cache:
-        _dirs_cache.append(_own_dirs())
-    return _dirs_cache[0]
+    return frame is not None and frame.f_code.co_filename.startswith(_own_dirs())
 
 
 def _stream(handle: int, per_thread_variant: bool):
     if handle == 0 and per_thread_variant:
-        return _Raw(PER_THREAD_HANDLE)
-    return handle if handle in (0, 1, 2) else _Raw(handle)
+        return DriverStream(PER_THREAD_HANDLE)
+    return handle if handle in (0, 1, 2) else DriverStream(handle)
 
 
 def _result(data) -> bool:
@@ -181,9 +167,10 @@ def available() -> bool:
 
 
 def missing() -> str:
-    """Why calls outside numba are not seen, or '' when they are."""
+    """Why calls outside numba are not seen, or '' when they are (or will be, once
+    someone listens)."""
     available()
-    return _state["unavailable"] or ""
+    return _state["unavailable"] or _state["taken"]
 
 
 def _listening(on: bool) -> None:
@@ -193,7 +180,20 @@ def _listening(on: bool) -> None:
 
             if not _watched:
                 _watched.update({int(k): v for k, v in _table().items()})
-            sub = cupti.subscribe(_callback, None)
+            try:
+                sub = cupti.subscribe(_callback, None)
+            except Exception as err:  # noqa: BLE001  (CUPTI takes one subscriber at a time)
+                _state["taken"] = (
+                    f"CUPTI's callbacks are taken by another subscriber in this process "
+                    f"({type(err).__name__}: {err}): a profiler or tool of yours, or a "
+                    f"second copy of streamlab")
+                warnings.warn(
+                    f"streamlab cannot see cuda.core's or the driver's stream and event "
+                    f"calls in this recording: {_state['taken']}. record_ops and race_check "
+                    f"see numba's calls only; stop the other subscriber to see them all",
+                    RuntimeWarning, stacklevel=2)
+                return
+            _state["taken"] = ""
             for cbid in _watched:
                 cupti.enable_callback(1, sub, cupti.CallbackDomain.DRIVER_API, cbid)
             _state["subscriber"] = sub
@@ -204,6 +204,11 @@ def _listening(on: bool) -> None:
             for cbid in _watched:
                 cupti.enable_callback(0, sub, cupti.CallbackDomain.DRIVER_API, cbid)
             cupti.unsubscribe(sub)
+
+
+def taken() -> str:
+    """Why the last recording could not subscribe (another CUPTI subscriber), or ''."""
+    return _state["taken"]
 
 
 def install() -> None:

@@ -120,13 +120,16 @@ def banner() -> str:
 
     sim = ("fills the simulator's gaps (events with times, streams with handles, pinned "
            "and mapped memory, nanosleep; see streamlab._simfill), stands in for cuda.core's "
-           "devices, streams and events (streamlab.sim.core) and ") if on_simulator() \
+           "devices, streams and events (streamlab.sim.core) and for the driver's "
+           "cuLaunchHostFunc (streamlab.sim.bindings), and ") if on_simulator() \
         else ("sees cuda.core's stream and event calls through CUPTI while recording "
-              "(streamlab._driverwatch), ")
+              "(streamlab._driverwatch), records cuda.bindings' cuLaunchHostFunc while "
+              "recording (streamlab.hostfn), ")
     race = " Every operation is race-checked (STREAMLAB_RACE_CHECK=1)." if \
         os.environ.get("STREAMLAB_RACE_CHECK", "") not in ("", "0") else ""
     return (f"streamlab: {sim}watches numba's launches, copies, events and synchronizes "
-            f"(and threads starting and joining) for record_ops and race_check; "
+            f"(and threads starting and joining, and what a host function hands to "
+            f"another thread) for record_ops and race_check; "
             f"streamlab.uninstall() undoes it.{race}")
 
 

@@ -52,9 +52,11 @@ _handles = itertools.count(0x1000)
 
 _BROKEN_CALLBACK = (
     "Stream.{name} is broken in numba-cuda 0.30 on a real GPU ('CUstream' object has "
-    "no attribute 'value'), so the course does not use it on either path. Use "
-    "streamlab.launch_host_func(stream, fn) for a host function run by the stream, "
-    "or `await streamlab.stream_done(stream)` in asyncio."
+    "no attribute 'value'), so the course does not use it on either path. Put a host "
+    "function into the stream with the driver's call, cuda.bindings.driver."
+    "cuLaunchHostFunc(stream.handle, fn_address, user_data) (notebook 05 shows how; the "
+    "simulator stands in for it), and in asyncio await a future that the host function "
+    "resolves with loop.call_soon_threadsafe."
 )
 
 

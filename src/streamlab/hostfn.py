@@ -1,19 +1,37 @@
-"""Host functions run by a stream, in order, and an awaitable for a stream's work.
+"""Host functions run by a stream: streamlab's side of the driver's ``cuLaunchHostFunc``.
 
-CUDA can put a host function into a stream (``cudaLaunchHostFunc``): the driver calls
-it once all earlier work in the stream is done, and later work in the stream waits
-for it to return. numba-cuda 0.30's ``Stream.add_callback`` and ``Stream.async_done``
-are meant for this but are broken on a real GPU (``'CUstream' object has no attribute
-'value'``), so streamlab calls the driver's ``cuLaunchHostFunc`` through cuda.bindings.
+CUDA can put a host function into a stream (``cuLaunchHostFunc``): the driver calls it
+once all earlier work in the stream is done, and later work in the stream waits for it to
+return. numba-cuda 0.30's ``Stream.add_callback`` and ``Stream.async_done`` are meant for
+this but are broken on a real GPU (``'CUstream' object has no attribute 'value'``), and
+cuda.core 1.2 has no such call, so the course calls the driver through cuda.bindings, as
+real code does:
 
->>> import streamlab
+>>> import ctypes, streamlab
+>>> from cuda.bindings import driver
 >>> from numba import cuda
->>> s = cuda.stream()
 >>> seen = []
->>> call = streamlab.launch_host_func(s, seen.append, "chunk 0 landed")
->>> call.wait(timeout=10)
->>> seen
-['chunk 0 landed']
+>>> @ctypes.CFUNCTYPE(None, ctypes.c_void_p)      # CUDA's CUhostFn: void fn(void *userData)
+... def landed(user_data):
+...     seen.append(user_data)
+>>> s = cuda.stream()
+>>> driver.cuLaunchHostFunc(s.handle, ctypes.cast(landed, ctypes.c_void_p).value, 7)
+(<CUresult.CUDA_SUCCESS: 0>,)
+>>> s.synchronize(); seen
+[7]
+
+What streamlab adds, without standing in the way:
+
+* while ``record_ops`` or ``race_check`` listens on a GPU, the call is recorded (its stream
+  and its place in it) and the function's body is known to run after that place, so the
+  race check and the labs' checks see what it reads; outside a recording the driver's own
+  function is called and nothing else happens;
+* a body that hands its news to another thread through ``loop.call_soon_threadsafe`` or a
+  ``threading.Event`` orders that thread's later work after the stream's (an asyncio
+  coroutine that awaits a future the host function resolves, say);
+* on the simulator, which has no driver, :mod:`streamlab.sim.bindings` stands in for the
+  call, and the function runs later, on a thread of its own, in stream order
+  (:class:`_SimDriver`).
 
 Rules that come with it (CUDA's, not streamlab's):
 
@@ -21,7 +39,11 @@ Rules that come with it (CUDA's, not streamlab's):
   driver thread, and a CUDA call there may fail or deadlock;
 * the stream waits while it runs: keep it short;
 * in Python it must take the GIL, so a host thread that holds the GIL for long
-  delays it (and so delays the stream).
+  delays it (and so delays the stream);
+* the ctypes function object must stay alive until the driver has called it.
+
+:func:`launch_host_func` and :func:`stream_done` are the course's earlier wrappers of the
+same call; the lessons now write the call itself.
 """
 
 from __future__ import annotations
@@ -29,14 +51,16 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import itertools
+import sys
 import threading
 import time
 import traceback
 from dataclasses import dataclass, field
 
 from ._device import on_simulator
-from .ops import emit, internal, running_host_function, timed
-from .streams import handle_of
+from .ops import (current_host_function, emit, internal, observing, recording,
+                  running_host_function, timed)
+from .streams import DriverStream, handle_of
 
 
 DRIVER_THREAD = "CUDA driver"  # the model's name for the thread that runs host functions
@@ -130,10 +154,11 @@ class _SimDriver:
     A GPU runs a host function when its stream reaches it: later than the call that
     queued it, on a driver thread, and before anything issued to that stream afterwards.
     The simulator has no such later: everything it runs is done when the call returns.
-    So streamlab queues each host function and runs it (in stream order) just before
-    the next operation on its stream, any synchronize or query, or after ``DELAY_S`` on
-    a thread of its own, whichever comes first. A host function that reads a loop
-    variable it closed over then sees the value a GPU would show it: a later one.
+    So streamlab queues each host function and runs it (in stream order, on a thread of
+    its own) before the next operation on its stream, any synchronize or query (which wait
+    for it), or after ``DELAY_S``, whichever comes first. A host function that reads a loop
+    variable it closed over then sees the value a GPU would show it: a later one. And one
+    that asks which thread it runs on is told, as on a GPU, that it is not yours.
     """
 
     DELAY_S = 0.02
@@ -142,56 +167,69 @@ class _SimDriver:
     def __init__(self):
         self.lock = threading.Condition()
         self.queues: dict = {}  # stream key -> [(due, call, fn, args, kwargs)]
-        self.running: dict = {}  # stream key -> RLock held while its functions run
+        self.urgent: set = set()  # stream keys whose functions are wanted now
+        self.running = None  # the stream key whose function runs now
         self.thread: threading.Thread | None = None
 
     def submit(self, key, call, fn, args, kwargs) -> None:
         with self.lock:
             self.queues.setdefault(key, []).append(
                 (time.perf_counter() + self.DELAY_S, call, fn, args, kwargs))
-            self.running.setdefault(key, threading.RLock())
             if self.thread is None:
                 self.thread = threading.Thread(target=self._loop, name=self.THREAD,
                                                daemon=True)
                 self.thread.start()
-            self.lock.notify()
+            self.lock.notify_all()
 
     def flush(self, key=None) -> None:
-        """Run what is queued for stream ``key`` (every stream: None), here and now."""
+        """Have what is queued for stream ``key`` (every stream: None) run now, and wait
+        until it has."""
         with self.lock:
-            keys = [key] if key is not None else list(self.queues)
-            keys = [k for k in keys if self.queues.get(k)]
-        for k in keys:
-            self._drain(k, until=None)
+            keys = {key} if key is not None else set(self.queues)
+            keys = {k for k in keys if self.queues.get(k) or self.running == k}
+            if not keys:
+                return
+            if threading.current_thread() is self.thread:
+                return  # a host function that calls CUDA: CUDA forbids it; never wait on
+                # oneself (what it waits for runs after it, as on a GPU it would deadlock)
+            self.urgent |= keys
+            self.lock.notify_all()
+            while any(self.queues.get(k) for k in keys) or self.running in keys:
+                self.lock.wait()
 
     def pending(self) -> bool:
         with self.lock:
-            return any(self.queues.values())
+            return any(self.queues.values()) or self.running is not None
 
-    def _drain(self, key, until) -> None:
-        with self.running[key]:
-            while True:
-                with self.lock:
-                    queue = self.queues.get(key)
-                    if not queue or (until is not None and queue[0][0] > until):
-                        return
-                    _, call, fn, args, kwargs = queue.pop(0)
-                _run(call, fn, args, kwargs)
+    def _next(self):
+        """(key, entry) due now or wanted now, else (None, seconds to wait or None)."""
+        now = time.perf_counter()
+        soonest = None
+        for k, q in self.queues.items():
+            if not q:
+                continue
+            if k in self.urgent or q[0][0] <= now:
+                return k, q.pop(0)
+            soonest = q[0][0] - now if soonest is None else min(soonest, q[0][0] - now)
+        return None, soonest
 
     def _loop(self) -> None:
         while True:
             with self.lock:
-                dues = [q[0][0] for q in self.queues.values() if q]
-                if not dues:
-                    self.lock.wait()
+                key, entry = self._next()
+                if key is None:
+                    self.urgent = {k for k in self.urgent if self.queues.get(k)}
+                    self.lock.wait(entry)
                     continue
-                wait = min(dues) - time.perf_counter()
-                if wait > 0:
-                    self.lock.wait(wait)
-                    continue
-                keys = [k for k, q in self.queues.items() if q]
-            for k in keys:
-                self._drain(k, until=time.perf_counter())
+                self.running = key
+            try:
+                _run(*entry[1:])
+            finally:
+                with self.lock:
+                    self.running = None
+                    if not self.queues.get(key):
+                        self.urgent.discard(key)
+                    self.lock.notify_all()
 
 
 _sim_driver = _SimDriver()
@@ -258,11 +296,17 @@ def launch_host_func(stream, fn, *args, name: str | None = None, **kwargs) -> Ho
     if name is not None and not isinstance(name, str):
         raise TypeError(f"name must be a str (the host function's label), got {name!r}")
     handle = handle_of(stream)
-    call = HostCall(name or getattr(fn, "__name__", "host function"))
+    return _launch(stream, handle, fn, args, kwargs, name or getattr(fn, "__name__",
+                                                                      "host function"))
+
+
+def _launch(stream, handle: int, fn, args, kwargs, name: str, *, name_given=True) -> HostCall:
+    """Put ``fn(*args, **kwargs)`` into ``stream`` (whose raw handle is ``handle``)."""
+    call = HostCall(name)
     if on_simulator() and _capture_lane:
         lane = _capture_lane[0](stream)
         if lane is not None:  # a host node of a graph being captured: runs at each replay
-            lane.host(fn, args, kwargs, name=name)
+            lane.host(fn, args, kwargs, name=name if name_given else None)
             return call
     op = emit("hostfn", call.name, stream)  # a recorder, if one is on, sees it too
     call.op_uid = op.uid if op is not None else None
@@ -277,12 +321,243 @@ def launch_host_func(stream, fn, *args, name: str | None = None, **kwargs) -> Ho
     with _lock:
         _pending[key] = (call, fn, args, kwargs)
     ptr = ctypes.cast(_trampoline, ctypes.c_void_p).value
-    (err,) = driver.cuLaunchHostFunc(driver.CUstream(handle), driver.CUhostFn(ptr), key)
+    (err,) = _driver_call()(driver.CUstream(handle), driver.CUhostFn(ptr), key)
     if err != driver.CUresult.CUDA_SUCCESS:
         with _lock:
             _pending.pop(key, None)
         raise RuntimeError(f"cuLaunchHostFunc failed: {driver.cuGetErrorName(err)[1]!r}")
     return call
+
+
+def stream_of_handle(handle: int):
+    """A stream object for a raw ``CUstream`` address (what a driver call carries)."""
+    if handle in (0, 1, 2):
+        return handle
+    if on_simulator():
+        from numba import cuda
+
+        return type(cuda.default_stream())(handle)  # the simulator's stream of that handle
+    return DriverStream(handle)
+
+
+HOST_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p)  # CUDA's CUhostFn: void fn(void *userData)
+
+
+def as_address(value, cls, what: str) -> int:
+    """The address a driver call takes for ``value``, as cuda.bindings converts it: None is
+    0, an instance of ``cls`` (``CUstream``, ``CUhostFn``) or an int is itself."""
+    if value is None:
+        return 0
+    if isinstance(value, bool):
+        raise TypeError(f"{what} must be a {cls.__name__} or an int address, got {value!r}")
+    if isinstance(value, cls):
+        return int(value)
+    try:
+        return int(cls(value))
+    except TypeError:
+        raise TypeError(
+            f"{what} must be a {cls.__name__} or an int address, got "
+            f"{type(value).__name__} (for a stream, pass stream.handle; for a ctypes "
+            f"function, ctypes.cast(fn, ctypes.c_void_p).value)") from None
+
+
+def user_data_address(value) -> int:
+    """``userData`` as a ``void *``: an int (``id(obj)``, an index) or None."""
+    if value is None:
+        return 0
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    raise TypeError(
+        f"userData is passed to the host function as a void *: give an int (an index, or "
+        f"id(obj) of an object you keep alive) or None, not {type(value).__name__}")
+
+
+class HostFunctionFreed(RuntimeError):
+    """The ctypes function given to ``cuLaunchHostFunc`` was freed before it could run."""
+
+
+def find_c_function(address: int):
+    """A weak reference to the ctypes function object whose code is at ``address``, or
+    None where it is not found among the objects made lately.
+
+    Not among the caller's variables: reading a running frame's ``f_locals`` (Python
+    3.11, 3.12) leaves a copy of them on the frame that keeps each one alive, so that a
+    function the learner drops would live on under a check and die without one. The
+    garbage collector's young generations hold a function made lately, and looking there
+    holds nothing."""
+    import gc
+    import weakref
+
+    for generation in (0, 1):
+        for value in gc.get_objects(generation):
+            if isinstance(value, ctypes._CFuncPtr) and \
+                    ctypes.cast(value, ctypes.c_void_p).value == address:
+                return weakref.ref(value)
+    return None
+
+
+def _call_c_function(address: int, user_data: int, alive=None) -> None:
+    """Call the C function at ``address`` as CUDA calls a host function. ``alive``: a
+    weak reference to its ctypes object, when known: freed, it is not called (a GPU
+    would call freed memory, and crash)."""
+    if alive is not None and alive() is None:
+        raise HostFunctionFreed(
+            "the ctypes function given to cuLaunchHostFunc was freed before the driver "
+            "called it: keep the object alive until it has run (in a list, a dict or a "
+            "global). On a GPU the driver would have called freed memory: a crash, or "
+            "worse")
+    HOST_FN(address)(user_data)
+
+
+@timed
+def launch_c_function(handle: int, address: int, user_data: int, alive=None) -> HostCall:
+    """The C function at ``address`` (a host function, as the driver's
+    ``cuLaunchHostFunc`` takes it), called with ``user_data`` in stream order: the
+    simulator's stand-in for the driver call lands here. ``alive``: a weak reference to
+    its ctypes object (:func:`find_c_function`), or None."""
+    call = _launch(stream_of_handle(handle), handle, _call_c_function,
+                   (address, user_data, alive), {}, "host function", name_given=False)
+    if call.op_uid is not None:
+        if len(_calls) > 4096:
+            _calls.pop(next(iter(_calls)))
+        _calls[call.op_uid] = call
+    return call
+
+
+_calls: dict = {}  # op uid -> its HostCall (the latest 4096)
+
+
+def call_of(uid: int) -> HostCall | None:
+    """The :class:`HostCall` of the host function recorded as ``uid`` (made through
+    ``cuLaunchHostFunc``; the latest 4096 are kept), or None."""
+    return _calls.get(uid)
+
+
+_real_driver_call: list = []  # [cuda.bindings' own cuLaunchHostFunc], on a GPU
+
+
+def _driver_call():
+    from cuda.bindings import driver
+
+    return _real_driver_call[0] if _real_driver_call else driver.cuLaunchHostFunc
+
+
+def _watched_driver_call(hStream, fn, userData):  # noqa: N803  (the driver's names)
+    """``cuda.bindings.driver.cuLaunchHostFunc`` on a GPU: the driver's own call, recorded
+    while a recorder listens (see the module's doc)."""
+    real = _real_driver_call[0]
+    if not observing():
+        return real(hStream, fn, userData)
+    from cuda.bindings import driver
+
+    try:
+        handle = as_address(hStream, driver.CUstream, "hStream")
+        address = as_address(fn, driver.CUhostFn, "fn")
+        data = user_data_address(userData)
+    except TypeError:
+        return real(hStream, fn, userData)  # the driver's own refusal, in its words
+    if address == 0:
+        return real(hStream, fn, userData)
+    from .streams import _capturing
+
+    if handle not in (0, 1, 2) and _capturing(handle):
+        return real(hStream, fn, userData)  # a graph's host node, called at every replay
+    try:
+        launch_c_function(handle, address, data, find_c_function(address))
+    except RuntimeError:
+        return real(hStream, fn, userData)  # the same refusal, from the driver itself
+    return (driver.CUresult.CUDA_SUCCESS,)
+
+
+def install() -> None:
+    """On a GPU, record ``cuLaunchHostFunc`` while a recorder listens; everywhere, let a
+    host function's news reach other threads in order (the registry undoes both)."""
+    from ._patching import patch
+
+    if not on_simulator():
+        try:
+            from cuda.bindings import driver
+        except ImportError:
+            driver = None
+        if driver is not None and not _real_driver_call:
+            _real_driver_call.append(driver.cuLaunchHostFunc)
+            patch(driver, "cuLaunchHostFunc", _watched_driver_call)
+    _install_signals(patch)
+
+
+def _hand_over() -> int | None:
+    """The record that what the calling thread did so far precedes what a receiving
+    thread does next: inside a host function, the host function's own (its place in its
+    stream, which the model GPU knows too); elsewhere, while a recorder listens, a new
+    ``sync "hand over"`` record (the race check's vector clock of this thread)."""
+    uid = current_host_function()
+    if uid is not None or not recording():
+        return uid
+    try:
+        with internal():
+            op = emit("sync", "hand over")
+    except Exception:  # noqa: BLE001  (a thread half started or ending: no record, no harm)
+        return None
+    return op.uid if op is not None else None
+
+
+def _received(uid: int) -> None:
+    try:
+        with internal():
+            emit("sync", "awaited", detail={"after": uid})
+    except Exception:  # noqa: BLE001  (as above)
+        pass
+
+
+_THREADING = threading.__file__
+
+
+def _from_threading(frame) -> bool:
+    """Is the caller threading's own code (a Thread starting, a Condition, a Barrier)?"""
+    return frame is not None and frame.f_code.co_filename == _THREADING
+
+
+def _install_signals(patch) -> None:
+    """What one thread hands to another orders the receiver after it:
+    ``loop.call_soon_threadsafe(...)`` (asyncio's way in from another thread, which
+    ``asyncio.to_thread`` and ``run_in_executor`` use too) and ``threading.Event``'s
+    ``set()`` then ``wait()``. Inside a host function that is how its news reaches your
+    code; between your own threads it is ordering like a join."""
+    import asyncio.base_events
+
+    loop_cls = asyncio.base_events.BaseEventLoop
+    soon = loop_cls.call_soon_threadsafe
+
+    def call_soon_threadsafe(self, callback, *args, context=None):
+        uid = _hand_over() if observing() else None
+        if uid is not None:
+            inner = callback
+
+            def callback(*a):  # runs on the loop's thread, after what came before
+                _received(uid)
+                return inner(*a)
+        return soon(self, callback, *args, context=context)
+
+    event_set, event_wait = threading.Event.set, threading.Event.wait
+
+    def set(self):  # noqa: A001  (the method's name)
+        uid = _hand_over() if observing() and not _from_threading(sys._getframe(1)) else None
+        if uid is not None:  # (noted before the flag is set, so that a wait it wakes sees it)
+            after = self.__dict__.setdefault("_streamlab_after", [])
+            after.append(uid)
+            del after[:-64]  # an event set again and again: its latest settings
+        return event_set(self)
+
+    def wait(self, timeout=None):
+        out = event_wait(self, timeout)
+        if out and "_streamlab_after" in self.__dict__ and observing():
+            for uid in dict.fromkeys(self.__dict__.get("_streamlab_after", ())):
+                _received(uid)
+        return out
+
+    patch(loop_cls, "call_soon_threadsafe", call_soon_threadsafe)
+    patch(threading.Event, "set", set)
+    patch(threading.Event, "wait", wait)
 
 
 class StreamDone:

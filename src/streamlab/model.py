@@ -220,8 +220,13 @@ class ModelGPU:
         with self.lock:
             # inside a wrapped call, the clock stops where the call began: the call's own
             # real time is the model's to say (a query must not see time it did not wait)
-            real = _ops.call_started_at() if thread == threading.current_thread().name \
-                else time.perf_counter()
+            mine = thread == threading.current_thread().name
+            real = _ops.call_started_at() if mine else time.perf_counter()
+            uid = _ops.current_host_function() if mine else None
+            m = self.by_uid.get(uid) if uid is not None else None
+            if m is not None:  # a host function's body: its own clock starts where the
+                self._end(m)  # model's stream reached it
+                return m.start + max(0.0, real - _ops.host_function_began())
             if thread not in self.host:
                 return real
             return self.host[thread] + max(0.0, real - self.mark[thread])

@@ -525,12 +525,25 @@ def _is_internal() -> bool:
 def running_host_function(uid: int | None):
     """The host accesses inside happen in a host function (the record ``uid``): they
     take its place in its stream, before everything issued to the stream after it."""
-    before = getattr(_tls, "hostfn", None)
-    _tls.hostfn = uid
+    import time
+
+    before = getattr(_tls, "hostfn", None), getattr(_tls, "hostfn_began", None)
+    _tls.hostfn, _tls.hostfn_began = uid, time.perf_counter()
     try:
         yield
     finally:
-        _tls.hostfn = before
+        _tls.hostfn, _tls.hostfn_began = before
+
+
+def current_host_function() -> int | None:
+    """The record of the host function whose body runs in this thread now, or None."""
+    return getattr(_tls, "hostfn", None)
+
+
+def host_function_began() -> float | None:
+    """When (``time.perf_counter()``) the body of :func:`current_host_function` began."""
+    return getattr(_tls, "hostfn_began", None) if current_host_function() is not None \
+        else None
 
 
 _HERE = os.path.dirname(os.path.abspath(__file__))

@@ -293,6 +293,20 @@ def event(*, timing: bool = True, blocking_sync: bool = False):
 _blocking_events: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
+class DriverStream:
+    """A stream a driver call carried by its handle alone (seen through CUPTI, or passed
+    to ``cuLaunchHostFunc``): made by cuda.core or another library, or numba's own."""
+
+    def __init__(self, handle: int):
+        self.handle = handle
+
+    def __cuda_stream__(self):
+        return (0, self.handle)
+
+    def __repr__(self):
+        return f"<CUDA stream {self.handle:#x}>"
+
+
 class DriverEvent:
     """An event a record of operations knows by its handle alone: one seen through
     CUPTI (:mod:`streamlab._driverwatch`), made by cuda.core or another library. One

@@ -1,4 +1,7 @@
-"""Wrong solutions to lab 05 that its checks must reject (see lab01's file for the format)."""
+"""Wrong solutions to lab 05 that its checks must reject (see lab01's file for the format).
+
+The lab's setup cell gives ``ctypes``, ``asyncio``, ``driver`` (cuda.bindings), ``HOST_FN``
+(CUDA's host function type) and ``keep_alive``."""
 
 WRONG = {
     "the host waits, then post-processes": ("post_process_in_order", '''
@@ -11,22 +14,28 @@ def post_process_in_order(d_chunks, h_outs, stream, results):
 
     "host function before the copy": ("post_process_in_order", '''
 def post_process_in_order(d_chunks, h_outs, stream, results):
+    @HOST_FN
     def post(i):
+        i = i or 0
         results.append((i, float(h_outs[i].sum(dtype=np.float64))))
 
+    keep_alive.append(post)
     for i, (d, h) in enumerate(zip(d_chunks, h_outs)):
-        streamlab.launch_host_func(stream, post, i)
+        driver.cuLaunchHostFunc(stream.handle, ctypes.cast(post, ctypes.c_void_p).value, i)
         d.copy_to_host(h, stream=stream)
 ''', "check_part1", "before its copy"),
 
     "copies not in the stream": ("post_process_in_order", '''
 def post_process_in_order(d_chunks, h_outs, stream, results):
+    @HOST_FN
     def post(i):
+        i = i or 0
         results.append((i, float(h_outs[i].sum(dtype=np.float64))))
 
+    keep_alive.append(post)
     for i, (d, h) in enumerate(zip(d_chunks, h_outs)):
         d.copy_to_host(h)
-        streamlab.launch_host_func(stream, post, i)
+        driver.cuLaunchHostFunc(stream.handle, ctypes.cast(post, ctypes.c_void_p).value, i)
 ''', "check_part1", "pass stream=stream to copy_to_host"),
 
     "blocks the event loop": ("checksum_when_done", '''
@@ -44,37 +53,80 @@ async def checksum_when_done(stream, h_out):
 def post_process_in_order(d_chunks, h_outs, stream, results):
     for i in range(len(d_chunks)):
         d_chunks[i].copy_to_host(h_outs[i], stream=stream)
-        streamlab.launch_host_func(
-            stream, lambda: results.append((i, float(h_outs[i].sum(dtype=np.float64)))))
+        post = HOST_FN(lambda _: results.append((i, float(h_outs[i].sum(dtype=np.float64)))))
+        keep_alive.append(post)
+        driver.cuLaunchHostFunc(stream.handle, ctypes.cast(post, ctypes.c_void_p).value, 0)
 ''', "check_part1", "values are wrong"),
 
     "host functions in a stream of their own": ("post_process_in_order", '''
 def post_process_in_order(d_chunks, h_outs, stream, results):
     other = cuda.stream()
 
+    @HOST_FN
     def post(i):
+        i = i or 0
         results.append((i, float(h_outs[i].sum(dtype=np.float64))))
 
+    keep_alive.append(post)
     for i, (d, h) in enumerate(zip(d_chunks, h_outs)):
         d.copy_to_host(h, stream=stream)
-        streamlab.launch_host_func(other, post, i)
+        driver.cuLaunchHostFunc(other.handle, ctypes.cast(post, ctypes.c_void_p).value, i)
 ''', "check_part1", "host functions in the stream"),
 
-    "stream_done without await": ("checksum_when_done", '''
+    "the ctypes function not kept alive": ("post_process_in_order", '''
+import gc
+
+def post_process_in_order(d_chunks, h_outs, stream, results):
+    for i, (d, h) in enumerate(zip(d_chunks, h_outs)):
+        d.copy_to_host(h, stream=stream)
+        post = HOST_FN(lambda u: results.append((u or 0, float(h_outs[u or 0].sum(dtype=np.float64)))))
+        driver.cuLaunchHostFunc(stream.handle, ctypes.cast(post, ctypes.c_void_p).value, i)
+    del post
+    gc.collect()
+''', "check_part1", "freed before the driver called it"),
+
+    "the future resolved without waiting for it": ("checksum_when_done", '''
 async def checksum_when_done(stream, h_out):
-    streamlab.stream_done(stream)
+    loop = asyncio.get_running_loop()
+    done = loop.create_future()
+
+    @HOST_FN
+    def resolve(_):
+        loop.call_soon_threadsafe(done.set_result, None)
+
+    driver.cuLaunchHostFunc(stream.handle, ctypes.cast(resolve, ctypes.c_void_p).value, 0)
     return float(h_out.sum(dtype=np.float64))
 ''', "check_part2", "reads h_out"),
 
     "awaits a fresh stream": ("checksum_when_done", '''
 async def checksum_when_done(stream, h_out):
-    await streamlab.stream_done(cuda.stream())
+    loop = asyncio.get_running_loop()
+    done = loop.create_future()
+
+    @HOST_FN
+    def resolve(_):
+        loop.call_soon_threadsafe(done.set_result, None)
+
+    driver.cuLaunchHostFunc(cuda.stream().handle, ctypes.cast(resolve, ctypes.c_void_p).value, 0)
+    await done
+    return float(h_out.sum(dtype=np.float64))
+''', "check_part2", "reads h_out"),
+
+    "the future resolved straight from the driver's thread": ("checksum_when_done", '''
+async def checksum_when_done(stream, h_out):
+    loop = asyncio.get_running_loop()
+    done = loop.create_future()
+
+    @HOST_FN
+    def resolve(_):
+        done.set_result(None)        # not thread-safe: the loop is not told
+
+    driver.cuLaunchHostFunc(stream.handle, ctypes.cast(resolve, ctypes.c_void_p).value, 0)
+    await done
     return float(h_out.sum(dtype=np.float64))
 ''', "check_part2", "reads h_out"),
 
     "sleeps instead of waiting": ("checksum_when_done", '''
-import asyncio
-
 async def checksum_when_done(stream, h_out):
     await asyncio.sleep(0.05)
     return float(h_out.sum(dtype=np.float64))
@@ -91,15 +143,34 @@ async def checksum_when_done(stream, h_out):
 
 # Right answers in other words: each must pass its part (and every other part).
 RIGHT = {
-    "a lambda that binds i as a default": ("post_process_in_order", '''
+    "one ctypes function per chunk, each kept": ("post_process_in_order", '''
 def post_process_in_order(d_chunks, h_outs, stream, results):
     for i in range(len(d_chunks)):
         d_chunks[i].copy_to_host(h_outs[i], stream=stream)
-        streamlab.launch_host_func(
-            stream, lambda i=i: results.append((i, float(h_outs[i].sum(dtype=np.float64)))))
+        post = HOST_FN(lambda _, i=i: results.append((i, float(h_outs[i].sum(dtype=np.float64)))))
+        keep_alive.append(post)
+        (err,) = driver.cuLaunchHostFunc(stream.handle, ctypes.cast(post, ctypes.c_void_p).value, 0)
+        assert err == driver.CUresult.CUDA_SUCCESS
 ''', "check_part1"),
 
-    "functools.partial": ("post_process_in_order", '''
+    "the chunk's index as user data, a CUhostFn, one module-level function": (
+        "post_process_in_order", '''
+state = {}
+
+@HOST_FN
+def post(user_data):
+    i = user_data or 0
+    state["results"].append((i, float(np.sum(state["h_outs"][i], dtype=np.float64))))
+
+def post_process_in_order(d_chunks, h_outs, stream, results):
+    state.update(results=results, h_outs=h_outs)
+    fn = driver.CUhostFn(ctypes.cast(post, ctypes.c_void_p).value)
+    for i, (d, h) in enumerate(zip(d_chunks, h_outs)):
+        d.copy_to_host(h, stream=stream)
+        driver.cuLaunchHostFunc(driver.CUstream(int(stream.handle)), fn, i)
+''', "check_part1"),
+
+    "streamlab's earlier wrapper of the same call": ("post_process_in_order", '''
 import functools
 
 def post(results, h_outs, i):
@@ -111,9 +182,36 @@ def post_process_in_order(d_chunks, h_outs, stream, results):
         streamlab.launch_host_func(stream, functools.partial(post, results, h_outs, i))
 ''', "check_part1"),
 
-    "awaited with a time limit": ("checksum_when_done", '''
-import asyncio
+    "a threading.Event, waited for in a worker thread": ("checksum_when_done", '''
+import threading
 
+async def checksum_when_done(stream, h_out):
+    landed = threading.Event()
+
+    @HOST_FN
+    def signal(_):
+        landed.set()
+
+    driver.cuLaunchHostFunc(stream.handle, ctypes.cast(signal, ctypes.c_void_p).value, 0)
+    await asyncio.to_thread(landed.wait, 20)
+    return float(h_out.sum(dtype=np.float64))
+''', "check_part2"),
+
+    "awaited with a time limit, through run_coroutine_threadsafe's cousin": ("checksum_when_done", '''
+async def checksum_when_done(stream, h_out):
+    loop = asyncio.get_running_loop()
+    done = asyncio.Event()
+
+    @HOST_FN
+    def resolve(_):
+        loop.call_soon_threadsafe(done.set)
+
+    driver.cuLaunchHostFunc(stream.handle, ctypes.cast(resolve, ctypes.c_void_p).value, 0)
+    await asyncio.wait_for(done.wait(), timeout=20)
+    return float(h_out.sum(dtype=np.float64))
+''', "check_part2"),
+
+    "streamlab's earlier awaitable": ("checksum_when_done", '''
 async def checksum_when_done(stream, h_out):
     await asyncio.wait_for(streamlab.stream_done(stream), timeout=20)
     return float(h_out.sum(dtype=np.float64))

@@ -7,7 +7,7 @@ RIGHT_PART1 = '''
 from cuda.core import Device, StreamOptions
 
 def launch_urgent(work_ns, last_end, out, started):
-    least, greatest = streamlab.priority_range()
+    err, least, greatest = driver.cuCtxGetStreamPriorityRange()
     dev = Device()
     low = dev.create_stream(options=StreamOptions(priority=least))
     high = dev.create_stream(options=StreamOptions(priority=greatest))
@@ -32,7 +32,8 @@ _URGENT = "    urgent[1, 32, high](out, started)\n"
 
 _WRONG = {
     "urgent at priority 0, read as the highest": (1, RIGHT_PART1.replace(
-        "least, greatest = streamlab.priority_range()", "greatest, least = streamlab.priority_range()"),
+        "err, least, greatest = driver.cuCtxGetStreamPriorityRange()",
+        "err, greatest, least = driver.cuCtxGetStreamPriorityRange()"),
         "belongs on the lowest priority"),
     "urgent on a plain numba stream": (1, RIGHT_PART1.replace(_HIGH, "high = cuda.stream()"),
                                        "give it the highest priority"),

@@ -117,7 +117,24 @@ def part(number: int, *functions, what: str = "Part"):
         if isinstance(exc, RaceError):
             raise
         raise _as_one_line(label, exc, functions) from None
+    _saw_everything(label)
     print(f"{label}: passed")
+
+
+def _saw_everything(label: str) -> None:
+    """A check that could not see cuda.core's calls (CUPTI was taken by another
+    subscriber in the learner's process) cannot pass: a sync it did not see is no proof
+    of none."""
+    from .._device import on_simulator
+
+    if on_simulator():
+        return
+    from .. import _driverwatch
+
+    why = _driverwatch.taken()
+    if why:
+        fail(f"{label}: this check could not watch all of your code's CUDA calls: {why}. "
+             f"Stop that subscriber (or restart the kernel) and run the check again")
 
 
 def learner_races(order: Order):

@@ -15,7 +15,7 @@ from numba import cuda
 
 import streamlab
 
-from .. import check
+from .. import check, hostfn
 from ..ops import internal, record_ops
 from ..order import analyze
 from ..watched import watch
@@ -65,19 +65,21 @@ def check_part1(post_process_in_order, *, count=6, seed=None):
             with internal():
                 s.synchronize()
             deadline = time.perf_counter() + 10
-            while len(results) < count and time.perf_counter() < deadline:
+            while len(results) < count and time.perf_counter() < deadline and \
+                    not _all_ran(ops):
                 time.sleep(0.001)
         check.no_host_sync(ops, "post_process_in_order")
         mine = streamlab.StreamRef.of(s)
         copies, posts = ops.copies("d2h"), ops.host_functions()
+        _none_freed(posts)
         if len(copies) != count or any(op.stream != mine for op in copies):
             check.fail(f"{sum(op.stream == mine for op in copies)} of the {count} copies "
                        f"went into the stream you were given: pass stream=stream to "
                        f"copy_to_host")
         if len(posts) != count or any(op.stream != mine for op in posts):
             check.fail(f"{sum(op.stream == mine for op in posts)} host functions in the "
-                       f"stream for {count} chunks: one streamlab.launch_host_func(stream, "
-                       f"...) per chunk")
+                       f"stream for {count} chunks: one driver.cuLaunchHostFunc("
+                       f"stream.handle, ...) per chunk")
         for i, (c, p) in enumerate(zip(copies, posts)):
             if p.index < c.index:
                 check.fail(f"chunk {i}'s host function was put into the stream before its "
@@ -86,6 +88,21 @@ def check_part1(post_process_in_order, *, count=6, seed=None):
         check.equal([i for i, _ in results], list(range(count)),
                     "the chunk numbers in results, in order")
         check.equal([v for _, v in results], sums, "the checksums in results")
+
+
+def _all_ran(ops) -> bool:
+    """Has every host function recorded in ``ops`` run (or failed)?"""
+    calls = [hostfn.call_of(op.uid) for op in ops.host_functions()]
+    return bool(calls) and all(c is None or c.done.is_set() for c in calls)
+
+
+def _none_freed(posts) -> None:
+    """A host function whose ctypes object was freed before it ran fails the part (on a
+    GPU the driver would have called freed memory)."""
+    for op in posts:
+        call = hostfn.call_of(op.uid)
+        if call is not None and isinstance(call.exception, hostfn.HostFunctionFreed):
+            check.fail(f"{op.describe()}: {call.exception}")
 
 
 def check_part2(checksum_when_done, *, seed=None, limit_s=30):
@@ -130,8 +147,8 @@ def check_part2(checksum_when_done, *, seed=None, limit_s=30):
         thread.join(limit_s)
         if thread.is_alive():
             check.fail(f"checksum_when_done had not returned after {limit_s} s: it must "
-                       f"await streamlab.stream_done(stream) (which lets the loop run), then "
-                       f"return")
+                       f"await a future that a host function in the stream resolves with "
+                       f"loop.call_soon_threadsafe (which wakes the loop), then return")
         if "error" in outcome:
             if isinstance(outcome["error"], asyncio.TimeoutError):
                 check.fail(f"checksum_when_done did not finish within {limit_s} s")
@@ -139,7 +156,7 @@ def check_part2(checksum_when_done, *, seed=None, limit_s=30):
         value, ticks, ops = outcome["value"]
         if ops.syncs():
             check.fail("the coroutine blocked the event loop with a synchronize(): await "
-                       "streamlab.stream_done(stream) instead")
+                       "a future that a host function in the stream resolves instead")
         order = analyze(ops)
         if not [op for op in ops.user() if op.kind == "host"]:
             check.fail("the coroutine never read h_out: return its checksum, "

@@ -141,8 +141,8 @@ def check_part1(launch_urgent, *, kernels=4, seed=None):
         if ur.stream.priority != greatest:
             check.fail(f"the urgent kernel is on a {_stream_text(ur)}: give it the highest "
                        f"priority, {greatest}. Lower numbers run first; "
-                       f"streamlab.priority_range() gives (lowest, highest) = "
-                       f"({least}, {greatest})")
+                       f"driver.cuCtxGetStreamPriorityRange() gives (err, lowest, highest) = "
+                       f"(0, {least}, {greatest})")
         if ur.uid < max(op.uid for op in bg):
             check.fail("the urgent kernel was issued before the background: issue it last, "
                        "as work that arrives while the background runs")
