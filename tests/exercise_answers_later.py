@@ -142,6 +142,13 @@ def wait_quietly(stream):
     ev.synchronize()
     return None
 """,
+        "a query after the blocking wait returned": """
+from cuda.core import EventOptions
+def wait_quietly(stream):
+    done = stream.record(options=EventOptions(blocking_sync=True))
+    done.sync()
+    assert done.is_done
+""",
     },
     ("09", 1, "scratch_step"): {
         "solution": """
@@ -471,6 +478,18 @@ def wait_quietly(stream):
         "a plain cuda.core event": ("""
 def wait_quietly(stream):
     stream.record().sync()
+""", "without blocking_sync"),
+        "a never-recorded blocking-sync event synchronized as a decoy, then a plain event": ("""
+from cuda.core import Device, EventOptions
+def wait_quietly(stream):
+    Device().create_event(options=EventOptions(blocking_sync=True)).sync()
+    stream.record().sync()
+""", "without blocking_sync"),
+        "a plain event's spinning sync, then a blocking one": ("""
+from cuda.core import EventOptions
+def wait_quietly(stream):
+    stream.record().sync()
+    stream.record(options=EventOptions(blocking_sync=True)).sync()
 """, "without blocking_sync"),
         "a cuda.core event polled with is_done": ("""
 from cuda.core import EventOptions

@@ -14,18 +14,6 @@ SCRATCH = ("09", 1, "scratch_step")
 
 #: wrong answers that pass today
 WRONG_PASSING = {
-    "a never-recorded blocking-sync event synchronized as a decoy, then a plain event": (WAIT, """
-from cuda.core import Device, EventOptions
-def wait_quietly(stream):
-    Device().create_event(options=EventOptions(blocking_sync=True)).sync()
-    stream.record().sync()
-"""),
-    "a plain event's spinning sync, then a blocking one": (WAIT, """
-from cuda.core import EventOptions
-def wait_quietly(stream):
-    stream.record().sync()
-    stream.record(options=EventOptions(blocking_sync=True)).sync()
-"""),
     "a second allocation, in another stream, never used or freed": (SCRATCH, """
 from cuda.core import Device
 def scratch_step(mr, stream, d_x):
@@ -40,13 +28,6 @@ def scratch_step(mr, stream, d_x):
 
 #: right answers refused today
 RIGHT_REFUSED = {
-    "a query after the blocking wait returned": (WAIT, """
-from cuda.core import EventOptions
-def wait_quietly(stream):
-    done = stream.record(options=EventOptions(blocking_sync=True))
-    done.sync()
-    assert done.is_done
-"""),
     "the device's own allocate, which takes the same pool": (SCRATCH, """
 from cuda.core import Device
 def scratch_step(mr, stream, d_x):
