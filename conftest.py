@@ -136,7 +136,8 @@ def _doctests_hear_only_their_own_thread(request, monkeypatch):
     """A doctest lists every operation a recording holds. Under pytest-xdist, execnet's
     receiver thread sets ``threading.Event``s at any moment, and streamlab records an
     Event.set from any thread as a hand-over (``streamlab.hostfn``), so a doctest once
-    listed a foreign 'sync' first. The package's own fix (a thread that recorded nothing
+    listed a foreign 'sync' first (the tests list ``ops.user()``, which leaves such
+    internal records out). The package's own fix (a thread that recorded nothing
     hands over nothing) is written, on branch wip/handover-filter, and lands with the GPU
     re-run of every notebook it needs; until then doctests hear only their own thread and
     host functions."""

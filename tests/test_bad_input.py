@@ -159,7 +159,7 @@ def test_checks_take_what_they_can_judge():
     with streamlab.record_ops() as ops:
         touch[1, 1, s](cuda.device_array(1))
         cuda.synchronize()
-    launch, sync = ops[0], ops.syncs()[0]
+    launch, sync = ops.launches()[0], ops.syncs()[0]
     with pytest.raises(TypeError, match="two operations issued to streams"):
         check.waits_for(ops, launch, sync)
     with pytest.raises(ValueError, match="at least one stream"):
