@@ -3,6 +3,47 @@
 The lab's setup cell gives ``ctypes``, ``asyncio``, ``driver`` (cuda.bindings), ``HOST_FN``
 (CUDA's host function type) and ``keep_alive``."""
 
+# The right answers that most wrong ones change, one change each, made with _change so that
+# the change is what a reader sees (as in lab08's file).
+RIGHT_PART1 = '''
+def post_process_in_order(d_chunks, h_outs, stream, results):
+    @HOST_FN
+    def post(user_data):
+        i = user_data or 0
+        results.append((i, float(h_outs[i].sum(dtype=np.float64))))
+
+    keep_alive.append(post)
+    for i, (d, h) in enumerate(zip(d_chunks, h_outs)):
+        d.copy_to_host(h, stream=stream)
+        driver.cuLaunchHostFunc(stream.handle, ctypes.cast(post, ctypes.c_void_p).value, i)
+'''
+
+RIGHT_PART2 = '''
+async def checksum_when_done(stream, h_out):
+    loop = asyncio.get_running_loop()
+    done = loop.create_future()
+
+    @HOST_FN
+    def resolve(_):
+        loop.call_soon_threadsafe(done.set_result, None)
+
+    driver.cuLaunchHostFunc(stream.handle, ctypes.cast(resolve, ctypes.c_void_p).value, 0)
+    await done
+    return float(h_out.sum(dtype=np.float64))
+'''
+
+_COPY = "        d.copy_to_host(h, stream=stream)\n"
+_LAUNCH = "        driver.cuLaunchHostFunc(stream.handle, ctypes.cast(post, ctypes.c_void_p).value, i)\n"
+
+
+def _change(template: str, *pairs: tuple[str, str]) -> str:
+    """``template`` with each (old, new) replaced; every old must be there."""
+    for old, new in pairs:
+        assert old in template, f"{old!r} is not in the answer it changes"
+        template = template.replace(old, new)
+    return template
+
+
 WRONG = {
     "the host waits, then post-processes": ("post_process_in_order", '''
 def post_process_in_order(d_chunks, h_outs, stream, results):
@@ -12,31 +53,12 @@ def post_process_in_order(d_chunks, h_outs, stream, results):
         results.append((i, float(h.sum(dtype=np.float64))))
 ''', "check_part1", "you synchronized the host"),
 
-    "host function before the copy": ("post_process_in_order", '''
-def post_process_in_order(d_chunks, h_outs, stream, results):
-    @HOST_FN
-    def post(i):
-        i = i or 0
-        results.append((i, float(h_outs[i].sum(dtype=np.float64))))
+    "host function before the copy": ("post_process_in_order", _change(
+        RIGHT_PART1, (_COPY + _LAUNCH, _LAUNCH + _COPY)), "check_part1", "before its copy"),
 
-    keep_alive.append(post)
-    for i, (d, h) in enumerate(zip(d_chunks, h_outs)):
-        driver.cuLaunchHostFunc(stream.handle, ctypes.cast(post, ctypes.c_void_p).value, i)
-        d.copy_to_host(h, stream=stream)
-''', "check_part1", "before its copy"),
-
-    "copies not in the stream": ("post_process_in_order", '''
-def post_process_in_order(d_chunks, h_outs, stream, results):
-    @HOST_FN
-    def post(i):
-        i = i or 0
-        results.append((i, float(h_outs[i].sum(dtype=np.float64))))
-
-    keep_alive.append(post)
-    for i, (d, h) in enumerate(zip(d_chunks, h_outs)):
-        d.copy_to_host(h)
-        driver.cuLaunchHostFunc(stream.handle, ctypes.cast(post, ctypes.c_void_p).value, i)
-''', "check_part1", "pass stream=stream to copy_to_host"),
+    "copies not in the stream": ("post_process_in_order", _change(
+        RIGHT_PART1, ("d.copy_to_host(h, stream=stream)", "d.copy_to_host(h)")),
+        "check_part1", "pass stream=stream to copy_to_host"),
 
     "blocks the event loop": ("checksum_when_done", '''
 async def checksum_when_done(stream, h_out):
@@ -58,20 +80,10 @@ def post_process_in_order(d_chunks, h_outs, stream, results):
         driver.cuLaunchHostFunc(stream.handle, ctypes.cast(post, ctypes.c_void_p).value, 0)
 ''', "check_part1", "values are wrong"),
 
-    "host functions in a stream of their own": ("post_process_in_order", '''
-def post_process_in_order(d_chunks, h_outs, stream, results):
-    other = cuda.stream()
-
-    @HOST_FN
-    def post(i):
-        i = i or 0
-        results.append((i, float(h_outs[i].sum(dtype=np.float64))))
-
-    keep_alive.append(post)
-    for i, (d, h) in enumerate(zip(d_chunks, h_outs)):
-        d.copy_to_host(h, stream=stream)
-        driver.cuLaunchHostFunc(other.handle, ctypes.cast(post, ctypes.c_void_p).value, i)
-''', "check_part1", "host functions in the stream"),
+    "host functions in a stream of their own": ("post_process_in_order", _change(
+        RIGHT_PART1, ("    keep_alive.append(post)\n", "    keep_alive.append(post)\n    other = cuda.stream()\n"),
+        ("cuLaunchHostFunc(stream.handle", "cuLaunchHostFunc(other.handle")),
+        "check_part1", "host functions in the stream"),
 
     "the ctypes function not kept alive": ("post_process_in_order", '''
 import gc
@@ -85,46 +97,17 @@ def post_process_in_order(d_chunks, h_outs, stream, results):
     gc.collect()
 ''', "check_part1", "freed before the driver called it"),
 
-    "the future resolved without waiting for it": ("checksum_when_done", '''
-async def checksum_when_done(stream, h_out):
-    loop = asyncio.get_running_loop()
-    done = loop.create_future()
+    "the future resolved without waiting for it": ("checksum_when_done", _change(
+        RIGHT_PART2, ("    await done\n", "")), "check_part2", "reads h_out"),
 
-    @HOST_FN
-    def resolve(_):
-        loop.call_soon_threadsafe(done.set_result, None)
+    "awaits a fresh stream": ("checksum_when_done", _change(
+        RIGHT_PART2, ("cuLaunchHostFunc(stream.handle", "cuLaunchHostFunc(cuda.stream().handle")),
+        "check_part2", "reads h_out"),
 
-    driver.cuLaunchHostFunc(stream.handle, ctypes.cast(resolve, ctypes.c_void_p).value, 0)
-    return float(h_out.sum(dtype=np.float64))
-''', "check_part2", "reads h_out"),
-
-    "awaits a fresh stream": ("checksum_when_done", '''
-async def checksum_when_done(stream, h_out):
-    loop = asyncio.get_running_loop()
-    done = loop.create_future()
-
-    @HOST_FN
-    def resolve(_):
-        loop.call_soon_threadsafe(done.set_result, None)
-
-    driver.cuLaunchHostFunc(cuda.stream().handle, ctypes.cast(resolve, ctypes.c_void_p).value, 0)
-    await done
-    return float(h_out.sum(dtype=np.float64))
-''', "check_part2", "reads h_out"),
-
-    "the future resolved straight from the driver's thread": ("checksum_when_done", '''
-async def checksum_when_done(stream, h_out):
-    loop = asyncio.get_running_loop()
-    done = loop.create_future()
-
-    @HOST_FN
-    def resolve(_):
-        done.set_result(None)        # not thread-safe: the loop is not told
-
-    driver.cuLaunchHostFunc(stream.handle, ctypes.cast(resolve, ctypes.c_void_p).value, 0)
-    await done
-    return float(h_out.sum(dtype=np.float64))
-''', "check_part2", "reads h_out"),
+    "the future resolved straight from the driver's thread": ("checksum_when_done", _change(
+        RIGHT_PART2, ("loop.call_soon_threadsafe(done.set_result, None)",
+                      "done.set_result(None)        # not thread-safe: the loop is not told")),
+        "check_part2", "reads h_out"),
 
     "sleeps instead of waiting": ("checksum_when_done", '''
 async def checksum_when_done(stream, h_out):
@@ -143,6 +126,10 @@ async def checksum_when_done(stream, h_out):
 
 # Right answers in other words: each must pass its part (and every other part).
 RIGHT = {
+    "the answer the wrong ones change (part 1)": ("post_process_in_order", RIGHT_PART1,
+                                                 "check_part1"),
+    "the answer the wrong ones change (part 2)": ("checksum_when_done", RIGHT_PART2,
+                                                 "check_part2"),
     "one ctypes function per chunk, each kept": ("post_process_in_order", '''
 def post_process_in_order(d_chunks, h_outs, stream, results):
     for i in range(len(d_chunks)):
