@@ -109,6 +109,22 @@ def post_process_in_order(d_chunks, h_outs, stream, results):
                       "done.set_result(None)        # not thread-safe: the loop is not told")),
         "check_part2", "reads h_out"),
 
+    # a clever one: the ordering edges streamlab draws for call_soon_threadsafe and
+    # threading.Event, made on the host itself, with no host function in the stream
+    "a hand-over faked on the host, no host function": ("checksum_when_done", '''
+import threading
+
+async def checksum_when_done(stream, h_out):
+    loop = asyncio.get_running_loop()
+    done = loop.create_future()
+    loop.call_soon_threadsafe(done.set_result, None)
+    landed = threading.Event()
+    landed.set()
+    landed.wait()
+    await done
+    return float(h_out.sum(dtype=np.float64))
+''', "check_part2", "reads h_out"),
+
     "sleeps instead of waiting": ("checksum_when_done", '''
 async def checksum_when_done(stream, h_out):
     await asyncio.sleep(0.05)
