@@ -99,6 +99,13 @@ def _table():
         cb.cuCtxSynchronize: ("device sync", None, False),
         cb.cuCtxSynchronize_v2: ("device sync", None, False),
         cb.cuEventCreate: ("create event", P.CuEventCreateParams, False),
+        # stream-ordered allocation, from any API (streamlab.memory.allocations_seen)
+        cb.cuMemAllocFromPoolAsync: ("alloc", P.CuMemAllocFromPoolAsyncParams, False),
+        cb.cuMemAllocFromPoolAsync_ptsz: ("alloc", P.CuMemAllocFromPoolAsyncPtszParams, True),
+        cb.cuMemAllocAsync: ("alloc", P.CuMemAllocAsyncParams, False),
+        cb.cuMemAllocAsync_ptsz: ("alloc", P.CuMemAllocAsyncPtszParams, True),
+        cb.cuMemFreeAsync: ("free", P.CuMemFreeAsyncParams, False),
+        cb.cuMemFreeAsync_ptsz: ("free", P.CuMemFreeAsyncPtszParams, True),
     }
 
 
@@ -119,6 +126,14 @@ def _callback(userdata, domain, cbid, data) -> None:
                 handle = ctypes.c_void_p.from_address(int(params.ph_event)).value or 0
                 _events.pop(handle, None)  # a new event: a handle may be reused
                 event_for(handle).blocking_sync = bool(int(params.flags_) & 1)
+            return
+        if what in ("alloc", "free"):  # whoever calls (the learner's pool is wrapped)
+            if _result(data):
+                from .memory import note_allocation
+
+                stream = _stream(int(params.h_stream), ptsz)
+                handle = stream.handle if isinstance(stream, DriverStream) else stream
+                note_allocation(what, handle, int(getattr(params, "bytesize", 0)) or None)
             return
         if _from_numba_or_streamlab(sys._getframe(1)):
             return  # numba's wrappers describe it (or it is streamlab's own)

@@ -58,8 +58,8 @@ import traceback
 from dataclasses import dataclass, field
 
 from ._device import on_simulator
-from .ops import (current_host_function, emit, internal, observing, recording,
-                  running_host_function, timed)
+from .ops import (current_host_function, emit, emitted_while_recording, internal, observing,
+                  recording, running_host_function, timed)
 from .streams import DriverStream, handle_of
 
 
@@ -491,8 +491,8 @@ def _hand_over() -> int | None:
     stream, which the model GPU knows too); elsewhere, while a recorder listens, a new
     ``sync "hand over"`` record (the race check's vector clock of this thread)."""
     uid = current_host_function()
-    if uid is not None or not recording():
-        return uid
+    if uid is not None or not recording() or not emitted_while_recording():
+        return uid  # (a thread that recorded nothing, a library's, hands over nothing)
     try:
         with internal():
             op = emit("sync", "hand over")

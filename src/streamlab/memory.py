@@ -24,10 +24,36 @@ stand-in with the same calls, whose buffers are simulator arrays.
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 from numba import cuda
 
 from ._device import on_simulator
+
+_listeners: list = []  # callables (kind, stream handle or None, bytes or None)
+
+
+@contextlib.contextmanager
+def allocations_seen():
+    """Every stream-ordered allocation and free made inside, through any API (a pool's
+    ``allocate``, ``Device().allocate``, a buffer's ``close``, one freed when nothing
+    holds it, on a GPU): a list of ``(kind, stream handle, bytes)``, kind ``"alloc"`` or
+    ``"free"``. On a GPU they are seen through CUPTI while a recorder listens
+    (:mod:`streamlab._driverwatch`: ``cuMemAllocFromPoolAsync``, ``cuMemAllocAsync``,
+    ``cuMemFreeAsync``); on the simulator the stand-in says so itself."""
+    seen: list = []
+    _listeners.append(seen.append)
+    try:
+        yield seen
+    finally:
+        _listeners.remove(seen.append)
+
+
+def note_allocation(kind: str, handle: int | None, nbytes: int | None = None) -> None:
+    """Tell :func:`allocations_seen` of an allocation or a free."""
+    for listen in list(_listeners):
+        listen((kind, handle, nbytes))
 
 
 def memory_resource(device: int | None = None):
@@ -81,7 +107,11 @@ class SimMemoryResource:
         if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0:
             raise ValueError(f"allocate takes a number of bytes (0 or more), got {size!r}")
         _stream_of(stream, "allocate")
-        return SimBuffer(int(size))
+        from .streams import handle_of
+
+        handle = handle_of(stream)
+        note_allocation("alloc", handle, int(size))
+        return SimBuffer(int(size), handle)
 
     def __repr__(self):
         return "<DeviceMemoryResource (simulator stand-in)>"
@@ -91,9 +121,10 @@ class SimBuffer:
     """cuda.core's Buffer, on the simulator: ``size`` bytes of simulator device memory, of
     which every :func:`as_array` is a view (two views of one buffer share it, as on a GPU)."""
 
-    def __init__(self, size: int):
+    def __init__(self, size: int, stream_handle: int | None = None):
         self.size = size
         self.closed = False
+        self._stream_handle = stream_handle  # where it was allocated: a free's default
         self._bytes = cuda.device_array(size, np.uint8)
 
     def array(self, shape, dtype):
@@ -105,9 +136,15 @@ class SimBuffer:
 
     def close(self, stream=None) -> None:
         """Free the buffer in ``stream``'s order (None: the stream it was allocated in)."""
+        if self.closed:
+            return
         if stream is not None:
             _stream_of(stream, "close")
+        from .streams import handle_of
+
         self.closed = True
+        note_allocation("free", handle_of(stream) if stream is not None
+                        else self._stream_handle)
 
     def __repr__(self):
         return f"<Buffer of {self.size} bytes (simulator stand-in)>"

@@ -617,6 +617,7 @@ def emit(kind: str, name: str, stream=None, *, event=None, pinned=None, blocking
             atomics=tuple(r for r in atomics if r is not None),
             host_reads=tuple(r for r in host_reads if r is not None),
             where=_caller() if full else "", detail=detail or {}, uid=next(_uids))
+    _tls.last_uid = _emitted["last"] = op.uid
     with _lock:
         for rec in _recorders:
             rec.log.append(replace(op, index=len(rec.log)))
@@ -696,7 +697,21 @@ def on_listening(fn) -> None:
     _on_listening.append(fn)
 
 
+_emitted = {"last": 0, "since": None}  # the latest uid; the latest before recording began
+
+
+def emitted_while_recording() -> bool:
+    """Has the calling thread issued an operation since the recording now on began? (A
+    thread that has not has nothing to hand over to another: a library's own thread.)"""
+    since = _emitted["since"]
+    return since is not None and getattr(_tls, "last_uid", -1) > since
+
+
 def _listening_changed() -> None:
     listening = recording()
+    if listening and _emitted["since"] is None:
+        _emitted["since"] = _emitted["last"]
+    elif not listening:
+        _emitted["since"] = None
     for fn in list(_on_listening):
         fn(listening)
