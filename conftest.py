@@ -132,36 +132,6 @@ def sim_only():
 
 
 @pytest.fixture(autouse=True)
-def _doctests_hear_only_their_own_thread(request, monkeypatch):
-    """A doctest lists every operation a recording holds. Under pytest-xdist, execnet's
-    receiver thread sets ``threading.Event``s at any moment, and streamlab records an
-    Event.set from any thread as a hand-over (``streamlab.hostfn``), so a doctest once
-    listed a foreign 'sync' first (the tests list ``ops.user()``, which leaves such
-    internal records out). The package's own fix (a thread that recorded nothing
-    hands over nothing) is written, on branch wip/handover-filter, and lands with the GPU
-    re-run of every notebook it needs; until then doctests hear only their own thread and
-    host functions."""
-    from _pytest.doctest import DoctestItem
-
-    if not isinstance(request.node, DoctestItem):
-        yield
-        return
-    import threading
-
-    from streamlab import hostfn
-
-    own, real = threading.current_thread(), hostfn._hand_over
-
-    def own_thread_only():
-        if threading.current_thread() is own or hostfn.current_host_function() is not None:
-            return real()
-        return None
-
-    monkeypatch.setattr(hostfn, "_hand_over", own_thread_only)
-    yield
-
-
-@pytest.fixture(autouse=True)
 def _close_figures():
     yield
     import matplotlib.pyplot as plt

@@ -645,3 +645,94 @@ def test_invalidated_captures_no_longer_kill_the_process(run):
                        capture_output=True, text=True, timeout=300,
                        env={**os.environ, "STREAMLAB_DEVICE": "gpu"})
     assert p.returncode == 0 and "alive at the end" in p.stdout, p.stdout + p.stderr[-3000:]
+
+
+_DIRECT_BUILDERS = """
+import gc, sys
+import numpy as np
+from numba import cuda
+import streamlab
+from cuda.core import Device
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    if i < a.size:
+        a[i] += 1.0
+d = cuda.device_array(1 << 12, dtype=np.float32)
+k[16, 256](d); cuda.synchronize()
+kept = []
+for n in range(6):                       # refused inside the capture, ended by streamlab
+    st = cuda.stream()
+    b = Device().create_stream(st).create_graph_builder().begin_building()
+    k[16, 256, st](d)
+    try:
+        st.synchronize()
+    except Exception:
+        pass
+    streamlab.end_capture(b)
+    if n % 2:
+        kept.append(b)
+    del b; gc.collect()
+for n in range(4):                       # unjoined, ended by cuda.core alone, never shown
+    origin, other = cuda.stream(), cuda.stream()   # to streamlab
+    b = Device().create_stream(origin).create_graph_builder().begin_building()
+    ev = cuda.event(); ev.record(origin); ev.wait(other)
+    k[16, 256, other](d)
+    try:
+        b.end_building()
+    except Exception:
+        pass
+    if n % 2:
+        kept.append(b)
+    del b; gc.collect()
+good = Device().create_stream().create_graph_builder().begin_building()
+k[16, 256, good](d)
+good.end_building()
+g = good.complete()                      # ended with a graph, kept to the end
+g.launch(Device().create_stream(cuda.stream()))
+cuda.synchronize()
+left_open = Device().create_stream(cuda.stream()).create_graph_builder().begin_building()
+k[16, 256, left_open](d)                 # a capture never ended: the exit ends it
+print("alive at the end", flush=True)
+"""
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("run", range(3))
+def test_builders_the_learner_makes_with_cuda_core_do_not_kill_the_process(run):
+    """The learner writes ``Device().create_stream(s).create_graph_builder()``: streamlab
+    never sees the builder made. Refused captures, unjoined ones that cuda.core ended
+    alone, builders dropped mid-process or kept to the end, a graph made and a capture
+    left open: the process must exit cleanly (streamlab keeps every builder alive at
+    exit, ``graphs._keep_builders_at_exit``)."""
+    import os
+    import subprocess
+    import sys
+
+    p = subprocess.run([sys.executable, "-X", "faulthandler", "-c", _DIRECT_BUILDERS],
+                       capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "STREAMLAB_DEVICE": "gpu"})
+    assert p.returncode == 0 and "alive at the end" in p.stdout, p.stdout + p.stderr[-3000:]
+
+
+def test_the_exit_keeper_keeps_every_builder_it_finds(monkeypatch):
+    """``_keep_builders_at_exit`` finds cuda.core's GraphBuilders by the garbage
+    collector's list and keeps each (here with a stand-in class in cuda.core's place)."""
+    import sys
+    import types
+
+    class GraphBuilder:  # a stand-in for cuda.core.graph.GraphBuilder
+        stream = 0
+
+    fake = types.ModuleType("cuda.core.graph")
+    fake.GraphBuilder = GraphBuilder
+    monkeypatch.setitem(sys.modules, "cuda.core.graph", fake)
+    monkeypatch.setattr(graphs, "_dead", [])
+    monkeypatch.setattr(graphs, "_live", [])
+    kept_for_good = []
+    monkeypatch.setattr(graphs, "_keep_for_good", kept_for_good.append)
+    monkeypatch.setattr(graphs, "_end_driver_capture", lambda raw: None)
+    mine = [GraphBuilder(), GraphBuilder()]
+    graphs._keep_builders_at_exit()
+    assert all(any(k is b for k in kept_for_good) for b in mine)
+    assert all(type(k) is GraphBuilder for k in kept_for_good)

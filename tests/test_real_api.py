@@ -17,10 +17,6 @@ WRAPPERS = ("stream", "event", "launch_host_func", "stream_done", "graph_builder
             "core_stream", "memory_resource", "as_array", "priority_range", "end_capture",
             "stream_info")
 
-_GRAPHS = ("graph_builder keeps cuda.core 1.2's builders alive against cuda-python#2834 (a "
-           "crash at exit that killed lesson 07's kernel) and tells the Timeline that "
-           "captures exist: still to do, by another means, before the learner calls "
-           "stream.create_graph_builder() itself")
 _END_CAPTURE = ("a workaround that stays: cuda.core 1.2 cannot end a capture a refused call "
                 "invalidated; lesson 07 shows the driver call underneath")
 _AS_ARRAY = ("stays: numba-cuda 0.30 cannot import DLPack and a cuda.core Buffer has no CUDA "
@@ -29,13 +25,8 @@ _AS_ARRAY = ("stays: numba-cuda 0.30 cannot import DLPack and a cuda.core Buffer
 
 #: (file, wrapper) -> why it is still there
 REMAINING = {
-    **{(f"notebooks/07__cuda_graphs__capture_and_replay{s}.ipynb", w): _GRAPHS
-       for s in ("", "__SOLUTION") for w in ("graph_builder", "join", "core_stream")},
     **{(f"notebooks/07__cuda_graphs__capture_and_replay{s}.ipynb", "end_capture"): _END_CAPTURE
        for s in ("", "__SOLUTION")},
-    **{(f"notebooks/10__capstone__streamed_pipeline{s}.ipynb", w): _GRAPHS
-       for s in ("", "__SOLUTION") for w in ("graph_builder", "core_stream")},
-    ("solutions/lab07__graphs/lab07__graphs.ipynb", "join"): _GRAPHS,
     **{(f"notebooks/09__memory_and_two_gpus__allocation_peers{s}.ipynb", "as_array"): _AS_ARRAY
        for s in ("", "__SOLUTION")},
 }
@@ -78,6 +69,25 @@ def test_host_functions_and_the_priority_range_are_the_drivers_calls():
         assert call in (ROOT / "solutions" / lab / f"{lab}.ipynb").read_text(), lab
         assert "from cuda.bindings import driver" in \
             (ROOT / "labs" / lab / f"{lab}.ipynb").read_text(), lab
+
+
+def test_graphs_are_cuda_cores_own_calls():
+    """numba has no graph API: lessons 07 and 10 and lab 07 build graphs with cuda.core's
+    GraphBuilder, made from a cuda.core view of a stream, and launch into one (a stand-in
+    of the same names on the simulator, :mod:`streamlab.sim.graph`)."""
+    for name in ("07__cuda_graphs__capture_and_replay", "10__capstone__streamed_pipeline"):
+        for suffix in ("", "__SOLUTION"):
+            text = (ROOT / "notebooks" / f"{name}{suffix}.ipynb").read_text()
+            assert "from cuda.core import Device" in text, (name, suffix)
+            assert ".create_graph_builder().begin_building()" in text, (name, suffix)
+            assert "Device().create_stream(" in text, (name, suffix)
+    lesson07 = (ROOT / "notebooks" / "07__cuda_graphs__capture_and_replay__SOLUTION.ipynb")
+    assert "GraphBuilder.join(*" in lesson07.read_text()
+    for folder in ("labs", "solutions"):
+        text = (ROOT / folder / "lab07__graphs" / "lab07__graphs.ipynb").read_text()
+        assert "from cuda.core.graph import GraphBuilder" in text, folder
+    assert "GraphBuilder.join(*branches)" in \
+        (ROOT / "solutions" / "lab07__graphs" / "lab07__graphs.ipynb").read_text()
 
 
 def test_the_stream_and_event_lessons_use_cuda_core():

@@ -2,19 +2,26 @@
 
 numba has no graph API. cuda.core has one, and numba accepts a cuda.core
 ``GraphBuilder`` as a kernel's stream (``kernel[grid, block, builder](...)``); copies
-take ``stream=builder.stream``. This module gives the same calls on both paths:
+take ``stream=builder.stream``. The course writes cuda.core's own calls:
+``Device().create_stream(s).create_graph_builder()`` captures a numba stream ``s``
+(``Device().create_stream()`` a new one), ``GraphBuilder.join(*branches)`` joins what
+``split`` made, and a graph launches into ``Device().create_stream(s)``.
 
-- on a GPU, :func:`graph_builder` returns cuda.core's own ``GraphBuilder`` and the
-  graph it completes is cuda.core's ``Graph``: nothing is wrapped;
-- on Numba's simulator, which has no driver for cuda.core, it returns a stand-in with
-  the same methods (``begin_building``, ``split``, ``join``, ``callback``,
-  ``end_building``, ``complete``; the graph's ``upload``, ``launch``, ``update``). It
-  records the work issued to a capturing stream instead of running it, refuses what a
-  GPU refuses inside a capture (a synchronize, an event's query or synchronize, an
-  allocation in the strict modes, work on the legacy default stream while a blocking
-  stream captures) with the GPU's error, and replays the work at each launch, branch by
-  branch on streams of its own, so that the model GPU (:mod:`streamlab.model`) times a
-  replay as a GPU would run it: one host call, and the branches side by side.
+- On a GPU those are cuda.core's own objects: nothing is wrapped. This module reads a
+  graph's shape (:func:`graph_shape`), ends a capture that a refused call invalidated
+  (:func:`end_capture`, which cuda.core 1.2 cannot), and keeps every builder still
+  alive at the interpreter's exit from being collected after the context is gone
+  (cuda-python#2834; see ``_keep_builders_at_exit``).
+- On Numba's simulator, which has no driver for cuda.core, ``streamlab.sim.core``
+  stands in for ``cuda.core`` (and ``cuda.core.graph``) with the same methods
+  (``begin_building``, ``split``, ``join``, ``callback``, ``end_building``,
+  ``complete``; the graph's ``upload``, ``launch``, ``update``). It records the work
+  issued to a capturing stream instead of running it, refuses what a GPU refuses inside
+  a capture (a synchronize, an event's query or synchronize, an allocation in the
+  strict modes, work on the legacy default stream while a blocking stream captures)
+  with the GPU's error, and replays the work at each launch, branch by branch on
+  streams of its own, so that the model GPU (:mod:`streamlab.model`) times a replay as a
+  GPU would run it: one host call, and the branches side by side.
 
 What the simulator cannot show: the driver's own cost of a graph (instantiation,
 upload, the launch itself, which the model charges as one kernel launch); a node's
@@ -22,11 +29,14 @@ parameters changed in place (``Graph.update`` replaces every node's work). A GPU
 a pageable copy in a capture, in every mode, and each launch then holds the host for the
 copy (measured on an H200); the model GPU charges that wait too, as for any pageable copy.
 
-A graph is launched into a cuda.core stream: ``graph.launch(streamlab.core_stream(s))``
+A graph is launched into a cuda.core stream: ``graph.launch(Device().create_stream(s))``
 (a numba stream is refused with cuda.core's TypeError, on both paths).
+:func:`graph_builder`, :func:`join` and :func:`core_stream` are the names this
+module once gave those calls; the course no longer writes them.
 
 >>> import numpy as np, streamlab
 >>> from numba import cuda
+>>> from cuda.core import Device
 >>> @cuda.jit
 ... def double(x):
 ...     i = cuda.grid(1)
@@ -34,7 +44,7 @@ A graph is launched into a cuda.core stream: ``graph.launch(streamlab.core_strea
 ...         x[i] *= 2
 >>> h = cuda.pinned_array(4, np.float32); h[:] = 1
 >>> d = cuda.device_array(4, np.float32)
->>> b = streamlab.graph_builder().begin_building()
+>>> b = Device().create_stream().create_graph_builder().begin_building()
 >>> d.copy_to_device(h, stream=b.stream)
 >>> double[1, 4, b](d)
 >>> _ = d.copy_to_host(h, stream=b.stream)
@@ -42,7 +52,8 @@ A graph is launched into a cuda.core stream: ``graph.launch(streamlab.core_strea
 >>> [n.kind for n in streamlab.graph_shape(b).nodes]
 ['copy h2d', 'kernel', 'copy d2h']
 >>> g = b.complete(); s = cuda.stream()
->>> g.launch(streamlab.core_stream(s)); g.launch(streamlab.core_stream(s)); s.synchronize()
+>>> cs = Device().create_stream(s)                  # cuda.core's view of the numba stream
+>>> g.launch(cs); g.launch(cs); s.synchronize()
 >>> h.tolist()
 [4.0, 4.0, 4.0, 4.0]
 """
@@ -75,9 +86,9 @@ class GraphError(RuntimeError):
 
 
 # --- the calls, the same on both paths ----------------------------------------------
-# has graph_builder been called in this process? (a dict, changed in place: the
+# is the exit keeper registered in this process? (a dict, changed in place: the
 # grader watches the package's module-level settings for learner code replacing them)
-_made = {"builders": False}
+_made = {"keeper": False}
 
 # A capture that a refused call invalidated, or that ended unjoined, has no graph: the
 # driver ends it without one. cuda.core 1.2's GraphBuilder does not know: when such a
@@ -171,6 +182,41 @@ def _settle_at_exit() -> None:
             _keep_for_good(builder)
 
 
+def _keep_builders_at_exit() -> None:
+    """At the interpreter's exit, on a GPU: every cuda.core ``GraphBuilder`` still alive,
+    whoever made it, has its open capture ended by the driver and is kept, so that the
+    interpreter's teardown never collects it after the context is gone (the crash of
+    cuda-python#2834, measured on an H100: a process that kept an invalidated builder to
+    the end died there in 6 of 6 runs). Builders are found by the garbage collector's
+    list, as cuda.core's classes cannot take a hook of ours (their types are immutable).
+    What ``_live`` holds is settled as before."""
+    import gc
+
+    try:
+        from cuda.core.graph import GraphBuilder
+    except ImportError:  # no cuda.core: no builders
+        return
+    from .streams import handle_of
+
+    _settle_at_exit()
+    for obj in gc.get_objects():
+        if type(obj) is not GraphBuilder or any(obj is b for b in _dead):
+            continue
+        try:
+            _end_driver_capture(handle_of(obj.stream))
+        except Exception:  # noqa: BLE001, S110  (at exit: keep it, say nothing)
+            pass
+        _keep_for_good(obj)
+
+
+def _register_exit_keeper() -> None:
+    import atexit
+
+    if not on_simulator() and not _made.get("keeper"):
+        atexit.register(_keep_builders_at_exit)
+        _made["keeper"] = True
+
+
 def graph_builder(stream=None):
     """A graph builder that captures the work issued to ``stream``.
 
@@ -183,7 +229,6 @@ def graph_builder(stream=None):
     if stream is not None and not (hasattr(stream, "__cuda_stream__") or hasattr(stream, "handle")):
         raise TypeError(f"graph_builder captures a stream: pass a numba stream "
                         f"(cuda.stream()) or nothing, got {stream!r}")
-    _made["builders"] = True
     if on_simulator():
         return SimGraphBuilder(stream)
     from cuda.core import Device
@@ -192,11 +237,6 @@ def graph_builder(stream=None):
     dev.set_current()
     core = dev.create_stream(stream) if stream is not None else dev.create_stream()
     _settle()
-    if not _made.get("settled_at_exit"):
-        import atexit
-
-        atexit.register(_settle_at_exit)
-        _made["settled_at_exit"] = True
     builder = core.create_graph_builder()
     _live.append(builder)
     return builder
@@ -290,10 +330,10 @@ def _end_driver_capture(raw: int) -> None:
 
 def is_capturing(stream) -> bool:
     """Is ``stream`` (a numba or cuda.core stream, or a graph builder) being captured
-    into a graph now? (Only captures begun from :func:`graph_builder` are seen: before
-    its first call this answers False without asking the driver.)"""
-    if not _made["builders"] or stream is None or isinstance(stream, int):
-        return False  # no builder made through streamlab: a span stays lean (no query)
+    into a graph now? On a GPU, the driver's answer (``cuStreamIsCapturing``), whoever
+    began the capture."""
+    if stream is None or isinstance(stream, int):
+        return False
     if on_simulator():
         return sim_lane(stream) is not None
     from .streams import _capturing, handle_of
@@ -1006,7 +1046,7 @@ def _stream_of(stream):
         return stream._stream
     if isinstance(stream, SimGraphBuilder):
         raise TypeError("launch a graph into a stream, not a graph builder: "
-                        "graph.launch(streamlab.core_stream(cuda.stream()))")
+                        "graph.launch(Device().create_stream(cuda.stream()))")
     try:
         if stream in _builder_streams:
             return stream  # a builder's stream is a cuda.core stream on a GPU
@@ -1016,7 +1056,8 @@ def _stream_of(stream):
     raise TypeError(f"Argument 'stream' has incorrect type (expected "
                     f"cuda.core._stream.Stream, got {kind}), as on a GPU: cuda.core "
                     f"launches graphs into its own streams. Pass "
-                    f"streamlab.core_stream(s) for a numba stream s.")
+                    f"Device().create_stream(s) (from cuda.core import Device) for a numba "
+                    f"stream s.")
 
 
 def _launch_sim_graph(graph: SimGraph, stream) -> None:
@@ -1092,3 +1133,4 @@ def _register() -> None:
 
 
 _register()
+_register_exit_keeper()

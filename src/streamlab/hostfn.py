@@ -255,7 +255,10 @@ def sim_flush(stream=None) -> None:
         _sim_driver.flush(StreamRef.of(0).key())
 
 
-@ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+HOST_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p)  # CUDA's CUhostFn: void fn(void *userData)
+
+
+@HOST_FN
 def _trampoline(user_data):
     with _lock:
         entry = _pending.pop(user_data or 0, None)
@@ -338,9 +341,6 @@ def stream_of_handle(handle: int):
 
         return type(cuda.default_stream())(handle)  # the simulator's stream of that handle
     return DriverStream(handle)
-
-
-HOST_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p)  # CUDA's CUhostFn: void fn(void *userData)
 
 
 def as_address(value, cls, what: str) -> int:

@@ -384,7 +384,7 @@ class Timeline:
                 f"span {name!r}: its stream is being captured into a graph, where an "
                 f"event's record is an edge between nodes, not a time: no replay would "
                 f"record it. Put the span around the replay instead: "
-                f"`with timeline.span(name, s): graph.launch(streamlab.core_stream(s))`."
+                f"`with timeline.span(name, s): graph.launch(Device().create_stream(s))`."
             )
         return _SpanBlock(self, str(name), stream, kind)
 

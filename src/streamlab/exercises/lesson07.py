@@ -91,22 +91,24 @@ def _captured(fn, stream, slot, label: str):
     builder = _issued(label, stream, lambda: fn(stream, slot))
     if builder is None or not hasattr(builder, "begin_building"):
         check.fail(f"{label} returned {type(builder).__name__}: return the builder "
-                   f"(streamlab.graph_builder(stream)), after end_building(), not a graph")
+                   f"(Device().create_stream(stream).create_graph_builder()), after "
+                   f"end_building(), not a graph")
     try:
         shape = graph_shape(builder)
     except Exception as exc:  # noqa: BLE001
         check.fail(f"{label}'s builder cannot be read ({exc}): begin_building() on "
-                   f"streamlab.graph_builder(stream), issue the work, end_building()")
+                   f"Device().create_stream(stream).create_graph_builder(), issue the "
+                   f"work, end_building()")
     pipeline_shape_ok(shape, 1, label)
     return builder
 
 
 def check_exercise1(capture_slot, *, seed=None):
     """``capture_slot(stream, slot)``: begin building a graph on
-    ``streamlab.graph_builder(stream)``, issue the slot's copy in (slot.h_in into
-    slot.d_in), ``transform`` (slot.d_out from slot.d_in) and copy out (slot.d_out into
-    slot.h_out), all in ``stream``, end building and return the builder. Nothing runs
-    while it captures; the check replays the graph twice, on new data each time."""
+    ``Device().create_stream(stream).create_graph_builder()``, issue the slot's copy in
+    (slot.h_in into slot.d_in), ``transform`` (slot.d_out from slot.d_in) and copy out
+    (slot.d_out into slot.h_out), all in ``stream``, end building and return the
+    builder. Nothing runs while it captures; the check replays the graph twice, on new data each time."""
     with exercise(1, capture_slot):
         _no_capture_left_open()
         warm_up()

@@ -1,8 +1,8 @@
 """The simulator's side of streamlab: what stands in for the GPU's libraries there.
 
 Used only when streamlab chose Numba's CUDA simulator; the GPU path imports nothing
-from here. Today it holds :mod:`streamlab.sim.core`, the stand-in for the parts of
-cuda.core the course uses. (The simulator's other pieces, the gaps of numba's simulator
+from here. Today it holds :mod:`streamlab.sim.core` and :mod:`streamlab.sim.graph`, the
+stand-ins for the parts of cuda.core the course uses, and :mod:`streamlab.sim.bindings`. (The simulator's other pieces, the gaps of numba's simulator
 filled, the graph stand-in, the memory pool and host functions, still live beside the
 GPU code in ``_simfill``, ``graphs``, ``memory`` and ``hostfn``.)
 """

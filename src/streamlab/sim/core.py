@@ -23,7 +23,8 @@ What it has: ``Device`` (``create_stream``, ``create_event``, ``sync``,
 ``Stream`` (``record``, ``wait``, ``sync``, ``is_nonblocking``, ``priority``,
 ``create_graph_builder``, ``__cuda_stream__``), ``Event`` (``sync``, ``is_done``, the
 difference of two timing events in ms; refusals in cuda.core's words), ``StreamOptions``, ``EventOptions``,
-``LEGACY_DEFAULT_STREAM``, ``PER_THREAD_DEFAULT_STREAM``. Any other name is cuda.core's
+``LEGACY_DEFAULT_STREAM``, ``PER_THREAD_DEFAULT_STREAM``, and ``cuda.core.graph``'s
+``GraphBuilder`` and ``Graph`` (:mod:`streamlab.sim.graph`). Any other name is cuda.core's
 own (imported, it behaves as without streamlab; what it does needs a GPU). Each stream and event is a
 simulator stream or event of numba's underneath, so numba launches, copies and events take
 these streams (through ``__cuda_stream__``), and record_ops, the race check and the model
@@ -426,6 +427,8 @@ def __getattr__(name: str):
         value = Stream._wrap(inner)
         globals()[name] = value
         return value
+    if name == "graph" and "cuda.core.graph" in sys.modules:  # the stand-in, while installed
+        return sys.modules["cuda.core.graph"]
     # Everything else is cuda.core's own (importable here, as without streamlab; what it
     # does needs a GPU): code that only imports a name, as numba-cuda's own tests do,
     # behaves as it does without streamlab.
@@ -454,6 +457,9 @@ def install() -> None:
         _real[:] = [real]
         globals()["__path__"] = list(getattr(real, "__path__", []))  # its submodules
     patch_item(sys.modules, "cuda.core", me)
+    from . import graph
+
+    graph.install()  # `from cuda.core.graph import GraphBuilder`: the stand-in's
     try:
         import cuda as cuda_package
     except ImportError:  # no cuda-bindings or cuda-core installed: the entry is enough
