@@ -658,13 +658,14 @@ def k(a):
     i = cuda.grid(1)
     if i < a.size:
         a[i] += 1.0
-d = cuda.device_array(1 << 12, dtype=np.float32)
-k[16, 256](d); cuda.synchronize()
+def fresh():                             # each capture its own array: no race between them
+    return cuda.device_array(1 << 12, dtype=np.float32)
+k[16, 256](fresh()); cuda.synchronize()
 kept = []
 for n in range(6):                       # refused inside the capture, ended by streamlab
     st = cuda.stream()
     b = Device().create_stream(st).create_graph_builder().begin_building()
-    k[16, 256, st](d)
+    k[16, 256, st](fresh())
     try:
         st.synchronize()
     except Exception:
@@ -677,7 +678,7 @@ for n in range(4):                       # unjoined, ended by cuda.core alone, n
     origin, other = cuda.stream(), cuda.stream()   # to streamlab
     b = Device().create_stream(origin).create_graph_builder().begin_building()
     ev = cuda.event(); ev.record(origin); ev.wait(other)
-    k[16, 256, other](d)
+    k[16, 256, other](fresh())
     try:
         b.end_building()
     except Exception:
@@ -686,13 +687,13 @@ for n in range(4):                       # unjoined, ended by cuda.core alone, n
         kept.append(b)
     del b; gc.collect()
 good = Device().create_stream().create_graph_builder().begin_building()
-k[16, 256, good](d)
+k[16, 256, good](fresh())
 good.end_building()
 g = good.complete()                      # ended with a graph, kept to the end
 g.launch(Device().create_stream(cuda.stream()))
 cuda.synchronize()
 left_open = Device().create_stream(cuda.stream()).create_graph_builder().begin_building()
-k[16, 256, left_open](d)                 # a capture never ended: the exit ends it
+k[16, 256, left_open](fresh())                 # a capture never ended: the exit ends it
 print("alive at the end", flush=True)
 """
 
