@@ -168,6 +168,25 @@ def scratch_step(mr, stream, d_x):
     double_into[blocks_for(d_x.size), THREADS, stream](scratch, d_x)
     buf.close(core)
 """,
+        "the device's own allocate, which takes the same pool": """
+from cuda.core import Device
+def scratch_step(mr, stream, d_x):
+    buf = Device().allocate(4 * d_x.size, stream=stream)
+    scratch = streamlab.as_array(buf, d_x.size, np.float32)
+    double_into[blocks_for(d_x.size), THREADS, stream](d_x, scratch)
+    double_into[blocks_for(d_x.size), THREADS, stream](scratch, d_x)
+    buf.close(stream)
+""",
+        "freed by a helper it calls": """
+def free_in(buf, stream):
+    buf.close(stream)
+def scratch_step(mr, stream, d_x):
+    buf = mr.allocate(4 * d_x.size, stream=stream)
+    scratch = streamlab.as_array(buf, d_x.size, np.float32)
+    double_into[blocks_for(d_x.size), THREADS, stream](d_x, scratch)
+    double_into[blocks_for(d_x.size), THREADS, stream](scratch, d_x)
+    free_in(buf, stream)
+""",
         "closed with no stream: the stream it was allocated in": """
 def scratch_step(mr, stream, d_x):
     buf = mr.allocate(d_x.nbytes, stream=streamlab.core_stream(stream))
@@ -577,6 +596,42 @@ def scratch_step(mr, stream, d_x):
     double_into[blocks_for(d_x.size), THREADS, stream](d_x, scratch)
     double_into[blocks_for(d_x.size), THREADS, stream](scratch, d_x)
 """, "never freed"),
+        "a second allocation, in another stream, never used or freed": ("""
+from cuda.core import Device
+def scratch_step(mr, stream, d_x):
+    Device().allocate(4 * d_x.size, stream=Device().create_stream())
+    buf = mr.allocate(4 * d_x.size, stream=stream)
+    scratch = streamlab.as_array(buf, d_x.size, np.float32)
+    double_into[blocks_for(d_x.size), THREADS, stream](d_x, scratch)
+    double_into[blocks_for(d_x.size), THREADS, stream](scratch, d_x)
+    buf.close(stream)
+""", "2 stream-ordered allocations"),
+        "the device's allocate, never freed": ("""
+from cuda.core import Device
+def scratch_step(mr, stream, d_x):
+    buf = Device().allocate(4 * d_x.size, stream=stream)
+    scratch = streamlab.as_array(buf, d_x.size, np.float32)
+    double_into[blocks_for(d_x.size), THREADS, stream](d_x, scratch)
+    double_into[blocks_for(d_x.size), THREADS, stream](scratch, d_x)
+""", "never freed"),
+        "kept for later, never freed": ("""
+kept = []
+def scratch_step(mr, stream, d_x):
+    buf = mr.allocate(4 * d_x.size, stream=stream)
+    kept.append(buf)
+    scratch = streamlab.as_array(buf, d_x.size, np.float32)
+    double_into[blocks_for(d_x.size), THREADS, stream](d_x, scratch)
+    double_into[blocks_for(d_x.size), THREADS, stream](scratch, d_x)
+""", "never freed"),
+        "the device's allocate, freed before the second kernel": ("""
+from cuda.core import Device
+def scratch_step(mr, stream, d_x):
+    buf = Device().allocate(4 * d_x.size, stream=stream)
+    scratch = streamlab.as_array(buf, d_x.size, np.float32)
+    double_into[blocks_for(d_x.size), THREADS, stream](d_x, scratch)
+    buf.close(stream)
+    double_into[blocks_for(d_x.size), THREADS, stream](scratch, d_x)
+""", "freed before the last double_into"),
         "the host waits before the free": ("""
 def scratch_step(mr, stream, d_x):
     core = streamlab.core_stream(stream)

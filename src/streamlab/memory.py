@@ -10,21 +10,25 @@ pool), and its buffers become numba arrays through the CUDA array interface.
 >>> import numpy as np
 >>> import streamlab
 >>> from numba import cuda
+>>> from cuda.core import Device
 >>> s = cuda.stream()
->>> mr = streamlab.memory_resource()
->>> buf = mr.allocate(4 * 1024, stream=streamlab.core_stream(s))   # in stream s
->>> a = streamlab.as_array(buf, 1024, np.float32)                   # a numba device array
+>>> cs = Device().create_stream(s)                  # cuda.core's view of the numba stream
+>>> mr = Device().memory_resource
+>>> buf = mr.allocate(4 * 1024, stream=cs)          # in stream s
+>>> a = streamlab.as_array(buf, 1024, np.float32)   # a numba device array
 >>> a.copy_to_device(np.ones(1024, np.float32), stream=s)
->>> buf.close(streamlab.core_stream(s))                             # freed in stream s
+>>> buf.close(cs)                                   # freed in stream s
 >>> s.synchronize()
 
-On the simulator, cuda.core cannot run (it needs the driver): ``memory_resource()`` gives a
-stand-in with the same calls, whose buffers are simulator arrays.
+On the simulator, cuda.core cannot run (it needs the driver): ``Device().memory_resource``
+(and :func:`memory_resource`, this module's older name for it) gives a stand-in with the
+same calls, whose buffers are simulator arrays.
 """
 
 from __future__ import annotations
 
 import contextlib
+from typing import NamedTuple
 
 import numpy as np
 from numba import cuda
@@ -34,20 +38,38 @@ from ._device import on_simulator
 _listeners: list = []  # callables (kind, stream handle or None, bytes or None)
 
 
+class Allocation(NamedTuple):
+    """One stream-ordered allocation or free that :func:`allocations_seen` saw."""
+
+    kind: str  #: "alloc" or "free"
+    stream: int | None  #: the stream's handle
+    nbytes: int | None  #: the bytes allocated (None for a free)
+    at: object  #: what ``at()`` answered when it was seen (None without ``at``)
+
+
 @contextlib.contextmanager
-def allocations_seen():
+def allocations_seen(at=None):
     """Every stream-ordered allocation and free made inside, through any API (a pool's
-    ``allocate``, ``Device().allocate``, a buffer's ``close``, one freed when nothing
-    holds it, on a GPU): a list of ``(kind, stream handle, bytes)``, kind ``"alloc"`` or
-    ``"free"``. On a GPU they are seen through CUPTI while a recorder listens
-    (:mod:`streamlab._driverwatch`: ``cuMemAllocFromPoolAsync``, ``cuMemAllocAsync``,
-    ``cuMemFreeAsync``); on the simulator the stand-in says so itself."""
+    ``allocate``, ``Device().allocate``, a buffer's ``close``, and one freed because
+    nothing holds it any more, which cuda.core frees in the stream it was allocated in):
+    a list of :class:`Allocation`. ``at``: a function called at each, whose answer is
+    kept (a position in a record of operations, say). On a GPU they are seen through
+    CUPTI while a recorder listens (:mod:`streamlab._driverwatch`:
+    ``cuMemAllocFromPoolAsync``, ``cuMemAllocAsync``, ``cuMemFreeAsync``), so without
+    cupti-python nothing is seen there; on the simulator the stand-in says so itself."""
+    if at is not None and not callable(at):
+        raise TypeError(f"at is a function whose answer is kept with each allocation "
+                        f"(or None), got {at!r}")
     seen: list = []
-    _listeners.append(seen.append)
+
+    def listen(entry) -> None:
+        seen.append(Allocation(*entry, at() if at is not None else None))
+
+    _listeners.append(listen)
     try:
         yield seen
     finally:
-        _listeners.remove(seen.append)
+        _listeners.remove(listen)
 
 
 def note_allocation(kind: str, handle: int | None, nbytes: int | None = None) -> None:
@@ -60,7 +82,8 @@ def memory_resource(device: int | None = None):
     """The stream-ordered memory pool of ``device`` (default: numba's current GPU):
     cuda.core's ``DeviceMemoryResource``, whose ``allocate(nbytes, stream=...)`` gives a
     ``Buffer`` and whose buffers' ``close(stream)`` frees them, both in stream order.
-    Streams go in as :func:`streamlab.core_stream` gives them. On the simulator, a stand-in
+    Streams go in as cuda.core takes them: ``Device().create_stream(s)`` for a numba
+    stream ``s``. On the simulator, a stand-in
     with the same two calls."""
     if device is not None and (isinstance(device, bool) or not isinstance(device, int)):
         raise TypeError(f"device is a GPU's number (0, 1, ...) or None, got {device!r}")
@@ -103,7 +126,7 @@ class SimMemoryResource:
     ``close`` take a stream and return at once, as on a GPU."""
 
     def allocate(self, size: int, *, stream) -> "SimBuffer":
-        """A buffer of ``size`` bytes, allocated in ``stream`` (from core_stream)."""
+        """A buffer of ``size`` bytes, allocated in ``stream`` (a cuda.core stream)."""
         if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0:
             raise ValueError(f"allocate takes a number of bytes (0 or more), got {size!r}")
         _stream_of(stream, "allocate")
@@ -132,7 +155,9 @@ class SimBuffer:
         if self.closed:
             raise RuntimeError("this buffer was closed (freed): allocate a new one")
         nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
-        return self._bytes[:nbytes].view(dtype).reshape(shape)
+        view = self._bytes[:nbytes].view(dtype).reshape(shape)
+        view._streamlab_buffer = self  # as on a GPU, the array keeps its buffer alive
+        return view
 
     def close(self, stream=None) -> None:
         """Free the buffer in ``stream``'s order (None: the stream it was allocated in)."""
@@ -146,12 +171,18 @@ class SimBuffer:
         note_allocation("free", handle_of(stream) if stream is not None
                         else self._stream_handle)
 
+    def __del__(self):
+        # as cuda.core's Buffer: one nothing holds any more is freed in its stream
+        if not getattr(self, "closed", True):
+            self.closed = True
+            note_allocation("free", self._stream_handle)
+
     def __repr__(self):
         return f"<Buffer of {self.size} bytes (simulator stand-in)>"
 
 
 def _stream_of(stream, call: str):
     if stream is None or not hasattr(stream, "__cuda_stream__"):
-        raise TypeError(f"{call} takes stream=streamlab.core_stream(s) for a numba stream s, "
+        raise TypeError(f"{call} takes stream=Device().create_stream(s) for a numba stream s, "
                         f"got {stream!r}")
     return stream

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 from numba import cuda
 
@@ -10,7 +12,7 @@ import streamlab
 
 from .. import check
 from ..labs import no_races
-from ..memory import SimBuffer, memory_resource
+from ..memory import SimBuffer, allocations_seen, memory_resource
 from ..ops import StreamRef, internal, record_ops
 from ..order import analyze
 from ..streams import handle_of
@@ -43,6 +45,25 @@ class _Seen:
         into.append((len(self.ops), None if stream is None else handle_of(stream)))
 
 
+def _while_running(fn, ops):
+    """For :func:`~streamlab.memory.allocations_seen`: (the position in ``ops``, whether
+    ``fn`` is running). A buffer ``fn`` frees, or drops mid-way, is freed while its frame
+    is on the stack; one it lets go of by returning is freed after its frame has left
+    (CPython runs a local's finalizer at return with the caller's frame current: the kept
+    answer "never freed" checks it at every run)."""
+    code = getattr(fn, "__code__", None)
+
+    def at():
+        frame = sys._getframe(1)
+        while frame is not None and code is not None:
+            if frame.f_code is code:
+                return len(ops), True
+            frame = frame.f_back
+        return len(ops), code is None
+
+    return at
+
+
 class _SeenPool:
     """The lesson's memory pool, with its calls noted (exercise 1's ``mr``)."""
 
@@ -67,6 +88,7 @@ class _SeenSimBuffer(SimBuffer):
     def __init__(self, inner: SimBuffer, seen: _Seen):  # noqa: D107  (shares inner's memory)
         self.__dict__.update(inner.__dict__)
         self._seen = seen
+        inner.closed = True  # this one frees it now: the inner one, let go, says nothing
 
     def close(self, stream=None) -> None:
         """Free in ``stream``'s order, noted."""
@@ -116,15 +138,31 @@ def check_exercise1(scratch_step, *, seed=None):
             seen = _Seen(ops)
             with internal():  # the stream is busy: a free issued too early would show
                 streamlab.spin[1, 1, s](BUSY_NS)
-            scratch_step(_SeenPool(memory_resource(), seen), s, d_x)
+            with allocations_seen(at=_while_running(scratch_step, ops)) as anywhere:
+                scratch_step(_SeenPool(memory_resource(), seen), s, d_x)
         check.no_host_sync(ops, "scratch_step")
+        if anywhere or streamlab.on_simulator():
+            # every stream-ordered allocation and free, through any API (the pool's, the
+            # device's allocate), each with whether scratch_step was running then
+            seen.allocs = [(at, a.stream) for a in anywhere if a.kind == "alloc"
+                           for at, _mine in [a.at]]
+            seen.closes = [(at, a.stream) for a in anywhere if a.kind == "free"
+                           for at, mine in [a.at] if mine]
+            if not seen.closes and any(a.kind == "free" for a in anywhere):
+                check.fail("your code never freed the scratch: Python freed it only after "
+                           "scratch_step returned and let go of it, whenever that is. Free "
+                           "it yourself, buf.close(stream), after the last launch")
+        # (else: a GPU without cupti-python, where only the pool's own calls are seen)
         if not seen.allocs:
             check.fail("allocate the scratch from the pool, in the stream: mr.allocate(4 * "
                        "d_x.size, stream=stream). cuda.device_array "
                        "allocates at once, on the host's word, and may wait")
         if len(seen.allocs) > 1:
-            check.fail(f"mr.allocate was called {len(seen.allocs)} times: one scratch array "
-                       f"is enough")
+            check.fail(f"{len(seen.allocs)} stream-ordered allocations were made: one "
+                       f"scratch array is enough (mr.allocate once)")
+        if len(seen.closes) > 1:
+            check.fail(f"{len(seen.closes)} stream-ordered frees were made for one "
+                       f"allocation: free the scratch once, buf.close(stream)")
         mine = handle_of(s)
         if seen.allocs[0][1] != mine:
             check.fail("the scratch was allocated in another stream than the one that uses "
