@@ -75,3 +75,31 @@ def test_stream_done_in_asyncio_lets_other_tasks_run():
 
     same, ticks = asyncio.run(main())
     assert same and ticks >= 1
+
+
+def test_find_c_function_looks_at_the_newest_young_objects_only():
+    """With collection off, the young generation grows without bound (a launch once
+    waited 32 ms for the search on an H100): the function just made is found among the
+    newest objects, and one buried under more than ``_LOOK_AT`` newer ones is not
+    looked for."""
+    import ctypes
+    import gc
+
+    from streamlab import hostfn
+
+    def address(fn):
+        return ctypes.cast(fn, ctypes.c_void_p).value
+
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        old = hostfn.HOST_FN(lambda _: None)
+        junk = [[i] for i in range(4 * hostfn._LOOK_AT)]
+        new = hostfn.HOST_FN(lambda _: None)
+        found = hostfn.find_c_function(address(new))
+        assert found is not None and found() is new
+        assert hostfn.find_c_function(address(old)) is None
+        del junk
+    finally:
+        if was:
+            gc.enable()
