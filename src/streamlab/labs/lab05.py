@@ -25,6 +25,11 @@ __all__ = ["warm_up", "CHUNK", "BUSY_NS", "fresh_device_chunks", "check_part1", 
 
 CHUNK = streamlab.pick(gpu=1 << 20, sim=1 << 8)
 BUSY_NS = streamlab.ms_to_ns(streamlab.pick(gpu=20, sim=1))
+# Part 2's GPU work, which the coroutine awaits while another task counts its turns: long
+# enough that the host's own delays before the learner's await (a cold import, a slow
+# launch) cannot outlast it. With 20 ms, a right answer got no turn for the other task
+# in some runs on an H100 (a fresh machine), and was refused.
+AWAIT_NS = streamlab.ms_to_ns(streamlab.pick(gpu=100, sim=1))
 
 
 def fresh_device_chunks(count, seed=None):
@@ -117,7 +122,7 @@ def check_part2(checksum_when_done, *, seed=None, limit_s=30):
         async def main():
             with record_ops() as ops:
                 with internal():
-                    streamlab.spin[1, 1, s](BUSY_NS)
+                    streamlab.spin[1, 1, s](AWAIT_NS)
                     d_chunk.copy_to_host(h_out, stream=s)
                 ticks = 0
 
@@ -170,4 +175,4 @@ def check_part2(checksum_when_done, *, seed=None, limit_s=30):
             check.fail(f"another task ran only {ticks} times while you waited: the event "
                        f"loop was blocked")
         print(f"another task ran {ticks} times while the coroutine awaited "
-              f"{BUSY_NS / 1e6:.0f} ms of GPU work (the check needs 5)")
+              f"{AWAIT_NS / 1e6:.0f} ms of GPU work (the check needs 5)")
