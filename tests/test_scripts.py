@@ -469,3 +469,34 @@ def test_the_trace_counts_the_package_files_a_path_passes_through():
     assert got["moves"] >= got["back"] >= 0 and got["moves"] >= len(got["files"]) - 1
     nothing = trace_files.count(lambda: sum(range(10)))   # no package code: nothing counted
     assert nothing == {"files": [], "moves": 0, "back": 0}
+
+
+# --- which collections run during tests (scripts/gc_during_tests.py) ---------------------
+def test_gc_during_tests_names_the_test_and_the_thread_of_each_collection(tmp_path):
+    """The script lists a collection on a thread other than the main one, and a long one
+    on the main thread, each with the test that was running; bad arguments are refused."""
+    import subprocess
+
+    (tmp_path / "test_gc_case.py").write_text(
+        "import gc, threading\n"
+        "def test_collects():\n"
+        "    junk = [[i] for i in range(200000)]\n"
+        "    t = threading.Thread(target=gc.collect, name='driver-like')\n"
+        "    t.start(); t.join()\n"
+        "    gc.collect()\n")
+    out = tmp_path / "gc.txt"
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "gc_during_tests.py"),
+                        "--min-ms", "0", "--out", str(out), "--", "-q", "-p", "no:cacheprovider",
+                        "-o", "addopts=", "-p", "no:xdist", str(tmp_path / "test_gc_case.py")],
+                       capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    text = out.read_text()
+    assert "-- test_gc_case.py::test_collects" in text
+    assert "thread 'driver-like'  during test_gc_case.py::test_collects" in text
+    assert "thread 'MainThread'  during test_gc_case.py::test_collects" in text
+    bad = subprocess.run([sys.executable, str(ROOT / "scripts" / "gc_during_tests.py"),
+                          "--min-ms", "-1", "--", "x"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "--min-ms must be 0 or more" in bad.stderr
+    none = subprocess.run([sys.executable, str(ROOT / "scripts" / "gc_during_tests.py")],
+                          capture_output=True, text=True)
+    assert none.returncode == 2 and "give pytest's arguments after --" in none.stderr
