@@ -187,6 +187,35 @@ def scratch_step(mr, stream, d_x):
     double_into[blocks_for(d_x.size), THREADS, stream](scratch, d_x)
     free_in(buf, stream)
 """,
+        "closed by contextlib.closing": """
+import contextlib
+def scratch_step(mr, stream, d_x):
+    with contextlib.closing(mr.allocate(4 * d_x.size, stream=stream)) as buf:
+        scratch = streamlab.as_array(buf, d_x.size, np.float32)
+        double_into[blocks_for(d_x.size), THREADS, stream](d_x, scratch)
+        double_into[blocks_for(d_x.size), THREADS, stream](scratch, d_x)
+""",
+        "allocated, then closed in a finally": """
+def scratch_step(mr, stream, d_x):
+    buf = mr.allocate(d_x.nbytes, stream=stream)
+    try:
+        scratch = streamlab.as_array(buf, d_x.shape, d_x.dtype)
+        grid = blocks_for(d_x.size)
+        double_into[grid, THREADS, stream](d_x, scratch)
+        double_into[grid, THREADS, stream](scratch, d_x)
+    finally:
+        buf.close(stream=stream)
+""",
+        "a helper allocates and returns the buffer and its array": """
+def scratch_like(mr, stream, d_x):
+    buf = mr.allocate(4 * d_x.size, stream=stream)
+    return buf, streamlab.as_array(buf, d_x.size, np.float32)
+def scratch_step(mr, stream, d_x):
+    buf, scratch = scratch_like(mr, stream, d_x)
+    double_into[blocks_for(d_x.size), THREADS, stream](d_x, scratch)
+    double_into[blocks_for(d_x.size), THREADS, stream](scratch, d_x)
+    buf.close(stream)
+""",
         "closed with no stream: the stream it was allocated in": """
 def scratch_step(mr, stream, d_x):
     buf = mr.allocate(d_x.nbytes, stream=streamlab.core_stream(stream))
