@@ -21,9 +21,12 @@ lesson on a GPU again."""
 import os
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
+from answer_changes import change
+from exercise_answers_later import RIGHT
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -52,97 +55,55 @@ def verdict(source: str) -> str:
     return lines[-1][len("VERDICT "):]
 
 
+#: the lesson's answer, which most cases below change (each written as its change)
+SOLUTION = RIGHT[("09", 1, "scratch_step")]["solution"]
+_HEAD = "def scratch_step(mr, stream, d_x):\n"
+_ALLOC = "    buf = mr.allocate(4 * d_x.size, stream=stream)\n"
+_VIEW = "    scratch = streamlab.as_array(buf, d_x.size, np.float32)\n"
+_CLOSE = "    buf.close(stream)\n"
+_NOTES = "from streamlab.memory import note_allocation\nfrom streamlab.streams import handle_of\n"
+
 #: wrong answers and cheats the check passes today
 WRONG_PASSING = {
-    "pool buffer allocated and freed, scratch from cuda.device_array": """
-def scratch_step(mr, stream, d_x):
-    buf = mr.allocate(4 * d_x.size, stream=stream)
-    scratch = cuda.device_array(d_x.size, np.float32, stream=stream)
-    double_into[blocks_for(d_x.size), THREADS, stream](d_x, scratch)
-    double_into[blocks_for(d_x.size), THREADS, stream](scratch, d_x)
-    buf.close(stream)
-""",
-    "closes an earlier cell's buffer (name slip), scratch leaks to return": """
-from cuda.core import Device
-buf = Device().memory_resource.allocate(64, stream=Device().default_stream)   # an earlier cell
-def scratch_step(mr, stream, d_x):
-    scratch_buf = mr.allocate(4 * d_x.size, stream=stream)
-    scratch = streamlab.as_array(scratch_buf, d_x.size, np.float32)
-    double_into[blocks_for(d_x.size), THREADS, stream](d_x, scratch)
-    double_into[blocks_for(d_x.size), THREADS, stream](scratch, d_x)
-    buf.close(stream)
-""",
-    "helper does all the work and never closes": """
-def _step(mr, stream, d_x):
-    buf = mr.allocate(4 * d_x.size, stream=stream)
-    scratch = streamlab.as_array(buf, d_x.size, np.float32)
-    double_into[blocks_for(d_x.size), THREADS, stream](d_x, scratch)
-    double_into[blocks_for(d_x.size), THREADS, stream](scratch, d_x)
-def scratch_step(mr, stream, d_x):
-    _step(mr, stream, d_x)
-""",
-    "never freed, scratch_step = functools.partial(...)": """
-import functools
-def _step(mr, stream, d_x, kernel):
-    buf = mr.allocate(4 * d_x.size, stream=stream)
-    scratch = streamlab.as_array(buf, d_x.size, np.float32)
-    kernel[blocks_for(d_x.size), THREADS, stream](d_x, scratch)
-    kernel[blocks_for(d_x.size), THREADS, stream](scratch, d_x)
-scratch_step = functools.partial(_step, kernel=double_into)
-""",
-    "a decorated scratch_step that never frees (decorator without wraps)": """
-def logged(fn):
-    def inner(*a):
-        return fn(*a)
-    return inner
-@logged
-def scratch_step(mr, stream, d_x):
-    buf = mr.allocate(4 * d_x.size, stream=stream)
-    scratch = streamlab.as_array(buf, d_x.size, np.float32)
-    double_into[blocks_for(d_x.size), THREADS, stream](d_x, scratch)
-    double_into[blocks_for(d_x.size), THREADS, stream](scratch, d_x)
-""",
-    "note_allocation by hand, real buffer leaked in a global": """
-from streamlab.memory import note_allocation
-from streamlab.streams import handle_of
-kept = []
-def scratch_step(mr, stream, d_x):
-    buf = mr.allocate(4 * d_x.size, stream=stream)
-    kept.append(buf)
-    scratch = streamlab.as_array(buf, d_x.size, np.float32)
-    double_into[blocks_for(d_x.size), THREADS, stream](d_x, scratch)
-    double_into[blocks_for(d_x.size), THREADS, stream](scratch, d_x)
-    note_allocation("free", handle_of(stream))
-""",
-    "cuda.device_array, with the alloc and free faked by note_allocation": """
-from streamlab.memory import note_allocation
-from streamlab.streams import handle_of
-def scratch_step(mr, stream, d_x):
-    note_allocation("alloc", handle_of(stream), 4 * d_x.size)
-    scratch = cuda.device_array(d_x.size, np.float32)
-    double_into[blocks_for(d_x.size), THREADS, stream](d_x, scratch)
-    double_into[blocks_for(d_x.size), THREADS, stream](scratch, d_x)
-    note_allocation("free", handle_of(stream))
-""",
-    "_listeners wrapped (and restored): allocation and free in another stream rewritten": """
-import streamlab.memory as M
-from streamlab.streams import handle_of
-def scratch_step(mr, stream, d_x):
-    mine = handle_of(stream)
-    orig = list(M._listeners)
-    M._listeners[:] = [lambda e, f=f: f((e[0], mine, e[2])) for f in orig]
-    other = streamlab.core_stream(cuda.stream())
-    buf = mr.allocate(4 * d_x.size, stream=other)
-    scratch = streamlab.as_array(buf, d_x.size, np.float32)
-    double_into[blocks_for(d_x.size), THREADS, stream](d_x, scratch)
-    double_into[blocks_for(d_x.size), THREADS, stream](scratch, d_x)
-    buf.close(other)
-    M._listeners[:] = orig
-""",
-    "sys._getframe patched for the check's frame walk: never freed passes": """
-import sys
-def scratch_step(mr, stream, d_x):
-    real = sys._getframe
+    "pool buffer allocated and freed, scratch from cuda.device_array": change(
+        SOLUTION, (_VIEW, "    scratch = cuda.device_array(d_x.size, np.float32, stream=stream)\n")),
+    "closes an earlier cell's buffer (name slip), scratch leaks to return":
+        "from cuda.core import Device\n"
+        "buf = Device().memory_resource.allocate(64, stream=Device().default_stream)  # earlier\n"
+        + change(SOLUTION, ("    buf = mr.allocate", "    scratch_buf = mr.allocate"),
+                 ("as_array(buf,", "as_array(scratch_buf,")),
+    "helper does all the work and never closes":
+        change(SOLUTION, (_HEAD, "def _step(mr, stream, d_x):\n"), (_CLOSE, ""))
+        + _HEAD + "    _step(mr, stream, d_x)\n",
+    "never freed, scratch_step = functools.partial(...)":
+        "import functools\n"
+        + change(SOLUTION, (_HEAD, "def _step(mr, stream, d_x, kernel):\n"),
+                 ("double_into[", "kernel["), (_CLOSE, ""))
+        + "scratch_step = functools.partial(_step, kernel=double_into)\n",
+    "a decorated scratch_step that never frees (decorator without wraps)":
+        "def logged(fn):\n    def inner(*a):\n        return fn(*a)\n    return inner\n@logged"
+        + change(SOLUTION, (_CLOSE, "")),
+    "note_allocation by hand, real buffer leaked in a global":
+        _NOTES + "kept = []\n"
+        + change(SOLUTION, (_VIEW, "    kept.append(buf)\n" + _VIEW),
+                 (_CLOSE, '    note_allocation("free", handle_of(stream))\n')),
+    "cuda.device_array, with the alloc and free faked by note_allocation":
+        _NOTES + change(SOLUTION,
+                        (_ALLOC, '    note_allocation("alloc", handle_of(stream), 4 * d_x.size)\n'),
+                        (_VIEW, "    scratch = cuda.device_array(d_x.size, np.float32)\n"),
+                        (_CLOSE, '    note_allocation("free", handle_of(stream))\n')),
+    "_listeners wrapped (and restored): allocation and free in another stream rewritten":
+        "import streamlab.memory as M\nfrom streamlab.streams import handle_of\n"
+        + change(SOLUTION,
+                 (_ALLOC, "    mine = handle_of(stream)\n"
+                          "    orig = list(M._listeners)\n"
+                          "    M._listeners[:] = [lambda e, f=f: f((e[0], mine, e[2])) for f in orig]\n"
+                          "    other = streamlab.core_stream(cuda.stream())\n"
+                          "    buf = mr.allocate(4 * d_x.size, stream=other)\n"),
+                 (_CLOSE, "    buf.close(other)\n    M._listeners[:] = orig\n")),
+    "sys._getframe patched for the check's frame walk: never freed passes":
+        "import sys\n"
+        + change(SOLUTION, (_HEAD, _HEAD + """    real = sys._getframe
     code = scratch_step.__code__
     class F:
         f_code = code
@@ -153,73 +114,41 @@ def scratch_step(mr, stream, d_x):
             return F
         return real(n + 1)
     sys._getframe = fake
-    buf = mr.allocate(4 * d_x.size, stream=stream)
-    scratch = streamlab.as_array(buf, d_x.size, np.float32)
-    double_into[blocks_for(d_x.size), THREADS, stream](d_x, scratch)
-    double_into[blocks_for(d_x.size), THREADS, stream](scratch, d_x)
-""",
-    "a callable object with no __code__, never frees": """
-class _Step:
-    def __call__(self, mr, stream, d_x):
-        buf = mr.allocate(4 * d_x.size, stream=stream)
-        scratch = streamlab.as_array(buf, d_x.size, np.float32)
-        double_into[blocks_for(d_x.size), THREADS, stream](d_x, scratch)
-        double_into[blocks_for(d_x.size), THREADS, stream](scratch, d_x)
-scratch_step = _Step()
-""",
-    "fake free of a throwaway SimBuffer (no alloc noted), real buffer leaked": """
-from streamlab.memory import SimBuffer
-from streamlab.streams import handle_of
-kept = []
-def scratch_step(mr, stream, d_x):
-    buf = mr.allocate(4 * d_x.size, stream=stream)
-    kept.append(buf)
-    scratch = streamlab.as_array(buf, d_x.size, np.float32)
-    double_into[blocks_for(d_x.size), THREADS, stream](d_x, scratch)
-    double_into[blocks_for(d_x.size), THREADS, stream](scratch, d_x)
-    SimBuffer(0, handle_of(stream)).close()
-""",
-    "host sync hidden inside streamlab.ops.internal()": """
-from streamlab.ops import internal
-def scratch_step(mr, stream, d_x):
-    buf = mr.allocate(4 * d_x.size, stream=stream)
-    scratch = streamlab.as_array(buf, d_x.size, np.float32)
-    double_into[blocks_for(d_x.size), THREADS, stream](d_x, scratch)
-    double_into[blocks_for(d_x.size), THREADS, stream](scratch, d_x)
-    with internal():
-        stream.sync()
-    buf.close(stream)
-""",
+"""), (_CLOSE, "")),
+    "a callable object with no __code__, never frees":
+        "class _Step:"
+        + textwrap.indent(change(SOLUTION, (_HEAD, "def __call__(self, mr, stream, d_x):\n"),
+                                 (_CLOSE, "")), "    ")
+        + "scratch_step = _Step()\n",
+    "fake free of a throwaway SimBuffer (no alloc noted), real buffer leaked":
+        "from streamlab.memory import SimBuffer\nfrom streamlab.streams import handle_of\n"
+        "kept = []\n"
+        + change(SOLUTION, (_VIEW, "    kept.append(buf)\n" + _VIEW),
+                 (_CLOSE, "    SimBuffer(0, handle_of(stream)).close()\n")),
+    "host sync hidden inside streamlab.ops.internal()":
+        "from streamlab.ops import internal\n"
+        + change(SOLUTION, (_CLOSE, "    with internal():\n        stream.sync()\n" + _CLOSE)),
 }
 
 #: a cheat that crashes the check, which then blames the course
 CRASHES = {
-    "_listeners replaced and not restored (check crashes)": """
-import streamlab.memory as M
-from streamlab.streams import handle_of
-def scratch_step(mr, stream, d_x):
-    mine = handle_of(stream)
-    M._listeners[:] = [lambda e, f=f: f((e[0], mine, e[2])) for f in M._listeners]
-    buf = mr.allocate(4 * d_x.size, stream=streamlab.core_stream(cuda.stream()))
-    scratch = streamlab.as_array(buf, d_x.size, np.float32)
-    double_into[blocks_for(d_x.size), THREADS, stream](d_x, scratch)
-    double_into[blocks_for(d_x.size), THREADS, stream](scratch, d_x)
-    buf.close(streamlab.core_stream(cuda.stream()))
-""",
+    "_listeners replaced and not restored (check crashes)":
+        "import streamlab.memory as M\nfrom streamlab.streams import handle_of\n"
+        + change(SOLUTION,
+                 (_ALLOC, "    mine = handle_of(stream)\n"
+                          "    M._listeners[:] = [lambda e, f=f: f((e[0], mine, e[2])) "
+                          "for f in M._listeners]\n"
+                          "    buf = mr.allocate(4 * d_x.size, "
+                          "stream=streamlab.core_stream(cuda.stream()))\n"),
+                 (_CLOSE, "    buf.close(streamlab.core_stream(cuda.stream()))\n")),
 }
 
 #: right answers refused today, with a message that is not true of them
 RIGHT_REFUSED = {
-    "free by a helper thread (joined)": """
-def scratch_step(mr, stream, d_x):
-    buf = mr.allocate(4 * d_x.size, stream=stream)
-    scratch = streamlab.as_array(buf, d_x.size, np.float32)
-    double_into[blocks_for(d_x.size), THREADS, stream](d_x, scratch)
-    double_into[blocks_for(d_x.size), THREADS, stream](scratch, d_x)
-    import threading
+    "free by a helper thread (joined)": change(SOLUTION, (_CLOSE, """    import threading
     t = threading.Thread(target=buf.close, args=(stream,))
     t.start(); t.join()
-""",
+""")),
 }
 
 
@@ -244,14 +173,7 @@ def test_a_right_answer_the_check_refuses_today(source):
 def test_the_runner_tells_a_pass_from_a_refusal():
     """The fresh-process runner itself: the lesson's answer passes, a never-freed one is
     refused (so the marks above fail for the reason they give)."""
-    right = """
-def scratch_step(mr, stream, d_x):
-    buf = mr.allocate(4 * d_x.size, stream=stream)
-    scratch = streamlab.as_array(buf, d_x.size, np.float32)
-    double_into[blocks_for(d_x.size), THREADS, stream](d_x, scratch)
-    double_into[blocks_for(d_x.size), THREADS, stream](scratch, d_x)
-    buf.close(stream)
-"""
+    right = SOLUTION
     assert verdict(right) == "passed"
-    assert verdict(right.replace("    buf.close(stream)\n", "")).startswith(
+    assert verdict(change(right, (_CLOSE, ""))).startswith(
         "refused: Exercise 1: your code never freed the scratch")
