@@ -11,3 +11,12 @@ from test_lab_answers import wrong_answer_fails
 def test_a_wrong_answer_fails_its_part_with_useful_feedback(lab, target, code, check_id,
                                                            phrase, also):
     wrong_answer_fails(lab, target, code, check_id, phrase, also)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("lab, target, code, check_id, phrase, also",
+                         list(cases("WRONG_ON_GPU")))
+def test_a_wrong_answer_only_a_gpu_can_time_fails_there(lab, target, code, check_id,
+                                                       phrase, also):
+    """The simulator's timeline is a model's: these pass there (lab 05 says so)."""
+    wrong_answer_fails(lab, target, code, check_id, phrase, also)

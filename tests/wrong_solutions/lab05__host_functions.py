@@ -134,6 +134,41 @@ async def checksum_when_done(stream, h_out):
 ''', "check_part2", "blocked the event loop"),
 }
 
+# Wrong answers that only a GPU can tell from right ones: the simulator's timeline is a
+# model's, so part 2 does not time the event loop there (and says so). On a GPU, the
+# loop's longest pause while the coroutine runs must stay under a quarter of the GPU work.
+_IMPORT_TIME = (("async def checksum_when_done", "import time\n\nasync def checksum_when_done"),)
+WRONG_ON_GPU = {
+    "polls the event on the host for most of the work, then awaits the rest": (
+        "checksum_when_done", _change(RIGHT_PART2, *_IMPORT_TIME, ("    await done\n", """\
+    landed = cuda.event()
+    landed.record(stream)
+    began = time.perf_counter()
+    while not landed.query() and time.perf_counter() - began < 0.07:
+        pass                        # a host wait in disguise: the loop gets no turn
+    await done
+""")), "check_part2", "gave no other task a turn"),
+
+    "sleeps on the host before it awaits": ("checksum_when_done", _change(
+        RIGHT_PART2, *_IMPORT_TIME, ("    await done\n", "    time.sleep(0.05)\n    await done\n")),
+        "check_part2", "gave no other task a turn"),
+
+    "waits on a threading.Event in the loop's own thread": ("checksum_when_done", '''
+import threading
+
+async def checksum_when_done(stream, h_out):
+    landed = threading.Event()
+
+    @HOST_FN
+    def signal(_):
+        landed.set()
+
+    driver.cuLaunchHostFunc(stream.handle, ctypes.cast(signal, ctypes.c_void_p).value, 0)
+    landed.wait(20)                 # not awaited: the loop stands still until it lands
+    return float(h_out.sum(dtype=np.float64))
+''', "check_part2", "gave no other task a turn"),
+}
+
 # Right answers in other words: each must pass its part (and every other part).
 RIGHT = {
     "the answer the wrong ones change (part 1)": ("post_process_in_order", RIGHT_PART1,
