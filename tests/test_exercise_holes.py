@@ -1,22 +1,15 @@
-"""Holes a second attack found in the check of exercise 09.1 after it began to see
-allocations and frees through any API (2026-11-26, on the simulator), kept as strict
-expected failures until the check is mended, each mark
-coming off when the check judges its case right. Each case runs in a fresh process, since
-some patch the interpreter (``sys._getframe``, streamlab's listeners).
+"""Holes that remain in the check of exercise 09.1, kept as strict expected failures
+until it is mended: each mark comes off when the check judges its case right. Each case
+runs in a fresh process, since such answers may patch the interpreter.
 
-The classes, for the mend:
-- frees are not matched to the buffer allocated, nor the launches to its memory (a free of
-  another buffer, a scratch that is not the buffer, a free noted by hand; and a
-  ``gc.collect()`` in the learner's code that frees earlier garbage is counted too: in a
-  long process, ``del buf; gc.collect()`` was told "freed in another stream");
-- a buffer dropped by a helper's return, or by a ``functools.partial`` or callable object
-  with no ``__code__`` of its own, counts as the learner's free;
-- the recording can be steered from inside the learner's process (issue 32, item 1): the
-  listeners, ``sys._getframe``, a host wait inside ``streamlab.ops.internal()``;
-- a free from another thread, in the stream and in order, is called a drop after return.
-
-The check is a module every GPU run of lesson 09 imports: mending it means running the
-lesson on a GPU again."""
+A second attack (2026-11-26, 33 cases on the simulator) found 14 holes after the check
+began to see allocations and frees through any API. 12 are mended: frees now count only
+for the address allocated, a free is the learner's only when they closed the buffer (not
+when Python let go of it), the launches must use the buffer's memory, and a partial's or
+a callable object's code is found. Those cases are kept answers now
+(``exercise_answers_later.py``). What remains is issue 32's class, the recording steered
+from inside the learner's process: allocations and frees noted by hand, and a host wait
+hidden inside ``streamlab.ops.internal()``."""
 
 import os
 import subprocess
@@ -52,68 +45,8 @@ def verdict(source: str) -> str:
     return lines[-1][len("VERDICT "):]
 
 
-#: wrong answers and cheats the check passes today
+#: cheats the check passes today
 WRONG_PASSING = {
-    "pool buffer allocated and freed, scratch from cuda.device_array": """
-def scratch_step(mr, stream, d_x):
-    buf = mr.allocate(4 * d_x.size, stream=stream)
-    scratch = cuda.device_array(d_x.size, np.float32, stream=stream)
-    double_into[blocks_for(d_x.size), THREADS, stream](d_x, scratch)
-    double_into[blocks_for(d_x.size), THREADS, stream](scratch, d_x)
-    buf.close(stream)
-""",
-    "closes an earlier cell's buffer (name slip), scratch leaks to return": """
-from cuda.core import Device
-buf = Device().memory_resource.allocate(64, stream=Device().default_stream)   # an earlier cell
-def scratch_step(mr, stream, d_x):
-    scratch_buf = mr.allocate(4 * d_x.size, stream=stream)
-    scratch = streamlab.as_array(scratch_buf, d_x.size, np.float32)
-    double_into[blocks_for(d_x.size), THREADS, stream](d_x, scratch)
-    double_into[blocks_for(d_x.size), THREADS, stream](scratch, d_x)
-    buf.close(stream)
-""",
-    "helper does all the work and never closes": """
-def _step(mr, stream, d_x):
-    buf = mr.allocate(4 * d_x.size, stream=stream)
-    scratch = streamlab.as_array(buf, d_x.size, np.float32)
-    double_into[blocks_for(d_x.size), THREADS, stream](d_x, scratch)
-    double_into[blocks_for(d_x.size), THREADS, stream](scratch, d_x)
-def scratch_step(mr, stream, d_x):
-    _step(mr, stream, d_x)
-""",
-    "never freed, scratch_step = functools.partial(...)": """
-import functools
-def _step(mr, stream, d_x, kernel):
-    buf = mr.allocate(4 * d_x.size, stream=stream)
-    scratch = streamlab.as_array(buf, d_x.size, np.float32)
-    kernel[blocks_for(d_x.size), THREADS, stream](d_x, scratch)
-    kernel[blocks_for(d_x.size), THREADS, stream](scratch, d_x)
-scratch_step = functools.partial(_step, kernel=double_into)
-""",
-    "a decorated scratch_step that never frees (decorator without wraps)": """
-def logged(fn):
-    def inner(*a):
-        return fn(*a)
-    return inner
-@logged
-def scratch_step(mr, stream, d_x):
-    buf = mr.allocate(4 * d_x.size, stream=stream)
-    scratch = streamlab.as_array(buf, d_x.size, np.float32)
-    double_into[blocks_for(d_x.size), THREADS, stream](d_x, scratch)
-    double_into[blocks_for(d_x.size), THREADS, stream](scratch, d_x)
-""",
-    "note_allocation by hand, real buffer leaked in a global": """
-from streamlab.memory import note_allocation
-from streamlab.streams import handle_of
-kept = []
-def scratch_step(mr, stream, d_x):
-    buf = mr.allocate(4 * d_x.size, stream=stream)
-    kept.append(buf)
-    scratch = streamlab.as_array(buf, d_x.size, np.float32)
-    double_into[blocks_for(d_x.size), THREADS, stream](d_x, scratch)
-    double_into[blocks_for(d_x.size), THREADS, stream](scratch, d_x)
-    note_allocation("free", handle_of(stream))
-""",
     "cuda.device_array, with the alloc and free faked by note_allocation": """
 from streamlab.memory import note_allocation
 from streamlab.streams import handle_of
@@ -123,61 +56,6 @@ def scratch_step(mr, stream, d_x):
     double_into[blocks_for(d_x.size), THREADS, stream](d_x, scratch)
     double_into[blocks_for(d_x.size), THREADS, stream](scratch, d_x)
     note_allocation("free", handle_of(stream))
-""",
-    "_listeners wrapped (and restored): allocation and free in another stream rewritten": """
-import streamlab.memory as M
-from streamlab.streams import handle_of
-def scratch_step(mr, stream, d_x):
-    mine = handle_of(stream)
-    orig = list(M._listeners)
-    M._listeners[:] = [lambda e, f=f: f((e[0], mine, e[2])) for f in orig]
-    other = streamlab.core_stream(cuda.stream())
-    buf = mr.allocate(4 * d_x.size, stream=other)
-    scratch = streamlab.as_array(buf, d_x.size, np.float32)
-    double_into[blocks_for(d_x.size), THREADS, stream](d_x, scratch)
-    double_into[blocks_for(d_x.size), THREADS, stream](scratch, d_x)
-    buf.close(other)
-    M._listeners[:] = orig
-""",
-    "sys._getframe patched for the check's frame walk: never freed passes": """
-import sys
-def scratch_step(mr, stream, d_x):
-    real = sys._getframe
-    code = scratch_step.__code__
-    class F:
-        f_code = code
-        f_back = None
-    def fake(n=0):
-        caller = real(1)
-        if caller.f_code.co_name == "at":
-            return F
-        return real(n + 1)
-    sys._getframe = fake
-    buf = mr.allocate(4 * d_x.size, stream=stream)
-    scratch = streamlab.as_array(buf, d_x.size, np.float32)
-    double_into[blocks_for(d_x.size), THREADS, stream](d_x, scratch)
-    double_into[blocks_for(d_x.size), THREADS, stream](scratch, d_x)
-""",
-    "a callable object with no __code__, never frees": """
-class _Step:
-    def __call__(self, mr, stream, d_x):
-        buf = mr.allocate(4 * d_x.size, stream=stream)
-        scratch = streamlab.as_array(buf, d_x.size, np.float32)
-        double_into[blocks_for(d_x.size), THREADS, stream](d_x, scratch)
-        double_into[blocks_for(d_x.size), THREADS, stream](scratch, d_x)
-scratch_step = _Step()
-""",
-    "fake free of a throwaway SimBuffer (no alloc noted), real buffer leaked": """
-from streamlab.memory import SimBuffer
-from streamlab.streams import handle_of
-kept = []
-def scratch_step(mr, stream, d_x):
-    buf = mr.allocate(4 * d_x.size, stream=stream)
-    kept.append(buf)
-    scratch = streamlab.as_array(buf, d_x.size, np.float32)
-    double_into[blocks_for(d_x.size), THREADS, stream](d_x, scratch)
-    double_into[blocks_for(d_x.size), THREADS, stream](scratch, d_x)
-    SimBuffer(0, handle_of(stream)).close()
 """,
     "host sync hidden inside streamlab.ops.internal()": """
 from streamlab.ops import internal
@@ -192,53 +70,11 @@ def scratch_step(mr, stream, d_x):
 """,
 }
 
-#: a cheat that crashes the check, which then blames the course
-CRASHES = {
-    "_listeners replaced and not restored (check crashes)": """
-import streamlab.memory as M
-from streamlab.streams import handle_of
-def scratch_step(mr, stream, d_x):
-    mine = handle_of(stream)
-    M._listeners[:] = [lambda e, f=f: f((e[0], mine, e[2])) for f in M._listeners]
-    buf = mr.allocate(4 * d_x.size, stream=streamlab.core_stream(cuda.stream()))
-    scratch = streamlab.as_array(buf, d_x.size, np.float32)
-    double_into[blocks_for(d_x.size), THREADS, stream](d_x, scratch)
-    double_into[blocks_for(d_x.size), THREADS, stream](scratch, d_x)
-    buf.close(streamlab.core_stream(cuda.stream()))
-""",
-}
-
-#: right answers refused today, with a message that is not true of them
-RIGHT_REFUSED = {
-    "free by a helper thread (joined)": """
-def scratch_step(mr, stream, d_x):
-    buf = mr.allocate(4 * d_x.size, stream=stream)
-    scratch = streamlab.as_array(buf, d_x.size, np.float32)
-    double_into[blocks_for(d_x.size), THREADS, stream](d_x, scratch)
-    double_into[blocks_for(d_x.size), THREADS, stream](scratch, d_x)
-    import threading
-    t = threading.Thread(target=buf.close, args=(stream,))
-    t.start(); t.join()
-""",
-}
-
 
 @pytest.mark.parametrize("source", list(WRONG_PASSING.values()), ids=list(WRONG_PASSING))
 @pytest.mark.xfail(strict=True, reason="open: the check passes it (see the module)")
-def test_a_wrong_answer_or_cheat_the_check_passes_today(source):
+def test_a_cheat_the_check_passes_today(source):
     assert verdict(source).startswith("refused:")
-
-
-@pytest.mark.parametrize("source", list(CRASHES.values()), ids=list(CRASHES))
-@pytest.mark.xfail(strict=True, reason="open: the check crashes and blames the course")
-def test_a_cheat_that_crashes_the_check_today(source):
-    assert verdict(source).startswith("refused:")
-
-
-@pytest.mark.parametrize("source", list(RIGHT_REFUSED.values()), ids=list(RIGHT_REFUSED))
-@pytest.mark.xfail(strict=True, reason="open: the check refuses it (see the module)")
-def test_a_right_answer_the_check_refuses_today(source):
-    assert verdict(source) == "passed"
 
 
 def test_the_runner_tells_a_pass_from_a_refusal():
