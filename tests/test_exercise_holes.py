@@ -17,6 +17,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from answer_changes import change
+from exercise_answers_later import RIGHT
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -45,29 +47,23 @@ def verdict(source: str) -> str:
     return lines[-1][len("VERDICT "):]
 
 
-#: cheats the check passes today
+#: the lesson's answer, which the cases below change (each written as its change)
+SOLUTION = RIGHT[("09", 1, "scratch_step")]["solution"]
+_ALLOC = "    buf = mr.allocate(4 * d_x.size, stream=stream)\n"
+_VIEW = "    scratch = streamlab.as_array(buf, d_x.size, np.float32)\n"
+_CLOSE = "    buf.close(stream)\n"
+_NOTES = "from streamlab.memory import note_allocation\nfrom streamlab.streams import handle_of\n"
+
+#: cheats the check passes today (issue 32's class: the recording steered from inside)
 WRONG_PASSING = {
-    "cuda.device_array, with the alloc and free faked by note_allocation": """
-from streamlab.memory import note_allocation
-from streamlab.streams import handle_of
-def scratch_step(mr, stream, d_x):
-    note_allocation("alloc", handle_of(stream), 4 * d_x.size)
-    scratch = cuda.device_array(d_x.size, np.float32)
-    double_into[blocks_for(d_x.size), THREADS, stream](d_x, scratch)
-    double_into[blocks_for(d_x.size), THREADS, stream](scratch, d_x)
-    note_allocation("free", handle_of(stream))
-""",
-    "host sync hidden inside streamlab.ops.internal()": """
-from streamlab.ops import internal
-def scratch_step(mr, stream, d_x):
-    buf = mr.allocate(4 * d_x.size, stream=stream)
-    scratch = streamlab.as_array(buf, d_x.size, np.float32)
-    double_into[blocks_for(d_x.size), THREADS, stream](d_x, scratch)
-    double_into[blocks_for(d_x.size), THREADS, stream](scratch, d_x)
-    with internal():
-        stream.sync()
-    buf.close(stream)
-""",
+    "cuda.device_array, with the alloc and free faked by note_allocation":
+        _NOTES + change(SOLUTION,
+                        (_ALLOC, '    note_allocation("alloc", handle_of(stream), 4 * d_x.size)\n'),
+                        (_VIEW, "    scratch = cuda.device_array(d_x.size, np.float32)\n"),
+                        (_CLOSE, '    note_allocation("free", handle_of(stream))\n')),
+    "host sync hidden inside streamlab.ops.internal()":
+        "from streamlab.ops import internal\n"
+        + change(SOLUTION, (_CLOSE, "    with internal():\n        stream.sync()\n" + _CLOSE)),
 }
 
 
@@ -80,14 +76,7 @@ def test_a_cheat_the_check_passes_today(source):
 def test_the_runner_tells_a_pass_from_a_refusal():
     """The fresh-process runner itself: the lesson's answer passes, a never-freed one is
     refused (so the marks above fail for the reason they give)."""
-    right = """
-def scratch_step(mr, stream, d_x):
-    buf = mr.allocate(4 * d_x.size, stream=stream)
-    scratch = streamlab.as_array(buf, d_x.size, np.float32)
-    double_into[blocks_for(d_x.size), THREADS, stream](d_x, scratch)
-    double_into[blocks_for(d_x.size), THREADS, stream](scratch, d_x)
-    buf.close(stream)
-"""
+    right = SOLUTION
     assert verdict(right) == "passed"
-    assert verdict(right.replace("    buf.close(stream)\n", "")).startswith(
+    assert verdict(change(right, (_CLOSE, ""))).startswith(
         "refused: Exercise 1: your code never freed the scratch")

@@ -600,22 +600,42 @@ def test_an_invalidated_capture_the_driver_has_not_ended_is_still_capturing(monk
     assert graphs._ended_without_graph(b) is True
 
 
-_KEEPS_TO_EXIT = """
+# the programs below, run in a process of their own: what they share
+_PRELUDE = """
 import gc, sys
 import numpy as np
 from numba import cuda
 import streamlab
+from cuda.core import Device
 @cuda.jit
 def k(a):
     i = cuda.grid(1)
     if i < a.size:
         a[i] += 1.0
-k[16, 256](cuda.device_array(1 << 12, dtype=np.float32)); cuda.synchronize()
+def fresh():                             # each capture its own array: no race between them
+    return cuda.device_array(1 << 12, dtype=np.float32)
+k[16, 256](fresh()); cuda.synchronize()
 kept = []
+"""
+
+
+def _exits_cleanly(program: str) -> None:
+    """Run ``program`` on the GPU in a fresh process: it must reach its end and exit 0."""
+    import os
+    import subprocess
+    import sys
+
+    p = subprocess.run([sys.executable, "-X", "faulthandler", "-c", program],
+                       capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "STREAMLAB_DEVICE": "gpu"})
+    assert p.returncode == 0 and "alive at the end" in p.stdout, p.stdout + p.stderr[-3000:]
+
+
+_KEEPS_TO_EXIT = _PRELUDE + """
 for n in range(8):
-    st, d = cuda.stream(), cuda.device_array(1 << 12, dtype=np.float32)
+    st = cuda.stream()
     b = streamlab.graph_builder(st).begin_building()
-    k[16, 256, st](d)
+    k[16, 256, st](fresh())
     try:
         st.synchronize()                 # refused: the capture is invalidated
     except Exception:
@@ -627,7 +647,7 @@ for n in range(8):
 other = cuda.stream()                    # and one ended unjoined by cuda.core itself
 b = streamlab.graph_builder(st).begin_building()
 ev = cuda.event(); ev.record(st); ev.wait(other)
-k[16, 256, other](cuda.device_array(1 << 12, dtype=np.float32))
+k[16, 256, other](fresh())
 try:
     b.end_building()
 except Exception:
@@ -643,32 +663,10 @@ print("alive at the end")
 def test_invalidated_captures_no_longer_kill_the_process(run):
     """Measured on an H100 with cuda.core 1.2.0: every process that kept such a builder
     until it exited died there (segfault). Through streamlab it must exit cleanly."""
-    import os
-    import subprocess
-    import sys
-
-    p = subprocess.run([sys.executable, "-X", "faulthandler", "-c", _KEEPS_TO_EXIT],
-                       capture_output=True, text=True, timeout=300,
-                       env={**os.environ, "STREAMLAB_DEVICE": "gpu"})
-    assert p.returncode == 0 and "alive at the end" in p.stdout, p.stdout + p.stderr[-3000:]
+    _exits_cleanly(_KEEPS_TO_EXIT)
 
 
-_DIRECT_BUILDERS = """
-import gc, sys
-import numpy as np
-from numba import cuda
-import streamlab
-from cuda.core import Device
-@cuda.jit
-def k(a):
-    i = cuda.grid(1)
-    if i < a.size:
-        a[i] += 1.0
-def fresh():                             # each capture its own array: no race between them
-    return cuda.device_array(1 << 12, dtype=np.float32)
-k[16, 256](fresh()); cuda.synchronize()
-kept = []
-for n in range(6):                       # refused inside the capture, ended by streamlab
+_DIRECT_BUILDERS = _PRELUDE + """for n in range(6):                       # refused inside the capture, ended by streamlab
     st = cuda.stream()
     b = Device().create_stream(st).create_graph_builder().begin_building()
     k[16, 256, st](fresh())
@@ -712,14 +710,7 @@ def test_builders_the_learner_makes_with_cuda_core_do_not_kill_the_process(run):
     alone, builders dropped mid-process or kept to the end, a graph made and a capture
     left open: the process must exit cleanly (streamlab keeps every builder alive at
     exit, ``graphs._keep_builders_at_exit``)."""
-    import os
-    import subprocess
-    import sys
-
-    p = subprocess.run([sys.executable, "-X", "faulthandler", "-c", _DIRECT_BUILDERS],
-                       capture_output=True, text=True, timeout=300,
-                       env={**os.environ, "STREAMLAB_DEVICE": "gpu"})
-    assert p.returncode == 0 and "alive at the end" in p.stdout, p.stdout + p.stderr[-3000:]
+    _exits_cleanly(_DIRECT_BUILDERS)
 
 
 def test_the_exit_keeper_keeps_every_builder_it_finds(monkeypatch):

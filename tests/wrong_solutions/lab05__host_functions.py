@@ -3,6 +3,8 @@
 The lab's setup cell gives ``ctypes``, ``asyncio``, ``driver`` (cuda.bindings), ``HOST_FN``
 (CUDA's host function type) and ``keep_alive``."""
 
+from answer_changes import change as _change
+
 # The right answers that most wrong ones change, one change each, made with _change so that
 # the change is what a reader sees (as in lab08's file).
 RIGHT_PART1 = '''
@@ -34,14 +36,6 @@ async def checksum_when_done(stream, h_out):
 
 _COPY = "        d.copy_to_host(h, stream=stream)\n"
 _LAUNCH = "        driver.cuLaunchHostFunc(stream.handle, ctypes.cast(post, ctypes.c_void_p).value, i)\n"
-
-
-def _change(template: str, *pairs: tuple[str, str]) -> str:
-    """``template`` with each (old, new) replaced; every old must be there."""
-    for old, new in pairs:
-        assert old in template, f"{old!r} is not in the answer it changes"
-        template = template.replace(old, new)
-    return template
 
 
 WRONG = {

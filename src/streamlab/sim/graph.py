@@ -41,14 +41,7 @@ def install() -> None:
     from .._patching import patch_item
 
     me = sys.modules[__name__]
-    real = sys.modules.get("cuda.core.graph")
-    if real is None:
-        try:
-            import importlib
-
-            real = importlib.import_module("cuda.core.graph")
-        except ImportError:
-            real = None
+    real = sys.modules.get("cuda.core.graph")  # imported with cuda.core, where it is installed
     if real is not None and real is not me:
         _real[:] = [real]
     patch_item(sys.modules, "cuda.core.graph", me)
