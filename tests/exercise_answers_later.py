@@ -216,6 +216,16 @@ def scratch_step(mr, stream, d_x):
     double_into[blocks_for(d_x.size), THREADS, stream](scratch, d_x)
     buf.close(stream)
 """,
+        "freed by a thread it starts and joins, in the stream": """
+def scratch_step(mr, stream, d_x):
+    buf = mr.allocate(4 * d_x.size, stream=stream)
+    scratch = streamlab.as_array(buf, d_x.size, np.float32)
+    double_into[blocks_for(d_x.size), THREADS, stream](d_x, scratch)
+    double_into[blocks_for(d_x.size), THREADS, stream](scratch, d_x)
+    import threading
+    t = threading.Thread(target=buf.close, args=(stream,))
+    t.start(); t.join()
+""",
         "closed with no stream: the stream it was allocated in": """
 def scratch_step(mr, stream, d_x):
     buf = mr.allocate(d_x.nbytes, stream=streamlab.core_stream(stream))
@@ -661,6 +671,75 @@ def scratch_step(mr, stream, d_x):
     buf.close(stream)
     double_into[blocks_for(d_x.size), THREADS, stream](scratch, d_x)
 """, "freed before the last double_into"),
+        "pool buffer allocated and freed, scratch from cuda.device_array": ("""
+def scratch_step(mr, stream, d_x):
+    buf = mr.allocate(4 * d_x.size, stream=stream)
+    scratch = cuda.device_array(d_x.size, np.float32, stream=stream)
+    double_into[blocks_for(d_x.size), THREADS, stream](d_x, scratch)
+    double_into[blocks_for(d_x.size), THREADS, stream](scratch, d_x)
+    buf.close(stream)
+""", "did not use the scratch you allocated"),
+        "closes an earlier cell's buffer (name slip), scratch leaks to return": ("""
+from cuda.core import Device
+buf = Device().memory_resource.allocate(64, stream=Device().default_stream)   # an earlier cell
+def scratch_step(mr, stream, d_x):
+    scratch_buf = mr.allocate(4 * d_x.size, stream=stream)
+    scratch = streamlab.as_array(scratch_buf, d_x.size, np.float32)
+    double_into[blocks_for(d_x.size), THREADS, stream](d_x, scratch)
+    double_into[blocks_for(d_x.size), THREADS, stream](scratch, d_x)
+    buf.close(stream)
+""", "never freed"),
+        "helper does all the work and never closes": ("""
+def _step(mr, stream, d_x):
+    buf = mr.allocate(4 * d_x.size, stream=stream)
+    scratch = streamlab.as_array(buf, d_x.size, np.float32)
+    double_into[blocks_for(d_x.size), THREADS, stream](d_x, scratch)
+    double_into[blocks_for(d_x.size), THREADS, stream](scratch, d_x)
+def scratch_step(mr, stream, d_x):
+    _step(mr, stream, d_x)
+""", "never freed"),
+        "never freed, scratch_step = functools.partial(...)": ("""
+import functools
+def _step(mr, stream, d_x, kernel):
+    buf = mr.allocate(4 * d_x.size, stream=stream)
+    scratch = streamlab.as_array(buf, d_x.size, np.float32)
+    kernel[blocks_for(d_x.size), THREADS, stream](d_x, scratch)
+    kernel[blocks_for(d_x.size), THREADS, stream](scratch, d_x)
+scratch_step = functools.partial(_step, kernel=double_into)
+""", "never freed"),
+        "a decorated scratch_step that never frees (decorator without wraps)": ("""
+def logged(fn):
+    def inner(*a):
+        return fn(*a)
+    return inner
+@logged
+def scratch_step(mr, stream, d_x):
+    buf = mr.allocate(4 * d_x.size, stream=stream)
+    scratch = streamlab.as_array(buf, d_x.size, np.float32)
+    double_into[blocks_for(d_x.size), THREADS, stream](d_x, scratch)
+    double_into[blocks_for(d_x.size), THREADS, stream](scratch, d_x)
+""", "never freed"),
+        "a callable object with no __code__, never frees": ("""
+class _Step:
+    def __call__(self, mr, stream, d_x):
+        buf = mr.allocate(4 * d_x.size, stream=stream)
+        scratch = streamlab.as_array(buf, d_x.size, np.float32)
+        double_into[blocks_for(d_x.size), THREADS, stream](d_x, scratch)
+        double_into[blocks_for(d_x.size), THREADS, stream](scratch, d_x)
+scratch_step = _Step()
+""", "never freed"),
+        "note_allocation by hand, real buffer leaked in a global": ("""
+from streamlab.memory import note_allocation
+from streamlab.streams import handle_of
+kept = []
+def scratch_step(mr, stream, d_x):
+    buf = mr.allocate(4 * d_x.size, stream=stream)
+    kept.append(buf)
+    scratch = streamlab.as_array(buf, d_x.size, np.float32)
+    double_into[blocks_for(d_x.size), THREADS, stream](d_x, scratch)
+    double_into[blocks_for(d_x.size), THREADS, stream](scratch, d_x)
+    note_allocation("free", handle_of(stream))
+""", "never freed"),
         "the host waits before the free": ("""
 def scratch_step(mr, stream, d_x):
     core = streamlab.core_stream(stream)

@@ -129,6 +129,13 @@ def test_allocations_seen_sees_every_api_and_a_buffer_let_go():
     assert [(x.kind, x.stream, x.nbytes, x.at) for x in seen] == [
         ("alloc", handle, 64, 0), ("alloc", handle, 32, 1), ("free", handle, None, 2),
         ("free", handle, None, 3)]
+    # each free names the address its allocation gave
+    assert seen[0].address and seen[1].address and seen[0].address != seen[1].address
+    assert (seen[2].address, seen[3].address) == (seen[0].address, seen[1].address)
+    if streamlab.on_simulator():  # a close, then a buffer let go (a GPU cannot tell them)
+        assert (seen[2].explicit, seen[3].explicit) == (True, False)
+    else:
+        assert (seen[2].explicit, seen[3].explicit) == (None, None)
     with pytest.raises(TypeError, match="at is a function"):
         with allocations_seen(at=3):
             pass

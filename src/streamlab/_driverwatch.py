@@ -133,7 +133,12 @@ def _callback(userdata, domain, cbid, data) -> None:
 
                 stream = _stream(int(params.h_stream), ptsz)
                 handle = stream.handle if isinstance(stream, DriverStream) else stream
-                note_allocation(what, handle, int(getattr(params, "bytesize", 0)) or None)
+                if what == "alloc":  # dptr: where the driver wrote the new address
+                    address = ctypes.c_uint64.from_address(int(params.dptr)).value or None
+                else:  # dptr: the address freed
+                    address = int(params.dptr) or None
+                note_allocation(what, handle, int(getattr(params, "bytesize", 0)) or None,
+                                address)
             return
         if _from_numba_or_streamlab(sys._getframe(1)):
             return  # numba's wrappers describe it (or it is streamlab's own)

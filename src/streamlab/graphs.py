@@ -167,29 +167,14 @@ def _settle(only=None) -> None:
         _live[:] = [b for b in _live if b is not builder]
 
 
-def _settle_at_exit() -> None:
-    """At exit: a capture still open is ended by the driver (no graph) and its builder
-    kept, as any other that ended without a graph."""
-    from .streams import handle_of
-
-    try:
-        for builder in list(_live):
-            if _ended_without_graph(builder) is None:
-                _end_driver_capture(handle_of(builder.stream))
-        _settle()
-    except Exception:  # noqa: BLE001, S110  (at exit: keep what is left, say nothing)
-        for builder in _live:
-            _keep_for_good(builder)
-
-
 def _keep_builders_at_exit() -> None:
     """At the interpreter's exit, on a GPU: every cuda.core ``GraphBuilder`` still alive,
     whoever made it, has its open capture ended by the driver and is kept, so that the
     interpreter's teardown never collects it after the context is gone (the crash of
     cuda-python#2834, measured on an H100: a process that kept an invalidated builder to
     the end died there in 6 of 6 runs). Builders are found by the garbage collector's
-    list, as cuda.core's classes cannot take a hook of ours (their types are immutable).
-    What ``_live`` holds is settled as before."""
+    list, as cuda.core's classes cannot take a hook of ours (their types are immutable);
+    those ``_live`` holds are among them."""
     import gc
 
     try:
@@ -198,7 +183,6 @@ def _keep_builders_at_exit() -> None:
         return
     from .streams import handle_of
 
-    _settle_at_exit()
     for obj in gc.get_objects():
         if type(obj) is not GraphBuilder or any(obj is b for b in _dead):
             continue

@@ -35,7 +35,7 @@ from numba import cuda
 
 from ._device import on_simulator
 
-_listeners: list = []  # callables (kind, stream handle or None, bytes or None)
+_listeners: list = []  # callables (kind, stream handle, bytes, address, explicit)
 
 
 class Allocation(NamedTuple):
@@ -44,6 +44,10 @@ class Allocation(NamedTuple):
     kind: str  #: "alloc" or "free"
     stream: int | None  #: the stream's handle
     nbytes: int | None  #: the bytes allocated (None for a free)
+    address: int | None  #: the buffer's device address (None where it is not known)
+    #: a free: True, by a call of ``close``; False, because nothing held the buffer any
+    #: more; None, not known (a GPU, where CUPTI sees the driver's free alone)
+    explicit: bool | None
     at: object  #: what ``at()`` answered when it was seen (None without ``at``)
 
 
@@ -69,13 +73,15 @@ def allocations_seen(at=None):
     try:
         yield seen
     finally:
-        _listeners.remove(listen)
+        if listen in _listeners:  # (code inside may have replaced the list's entries)
+            _listeners.remove(listen)
 
 
-def note_allocation(kind: str, handle: int | None, nbytes: int | None = None) -> None:
-    """Tell :func:`allocations_seen` of an allocation or a free."""
+def note_allocation(kind: str, handle: int | None, nbytes: int | None = None,
+                    address: int | None = None, explicit: bool | None = None) -> None:
+    """Tell :func:`allocations_seen` of an allocation or a free (see :class:`Allocation`)."""
     for listen in list(_listeners):
-        listen((kind, handle, nbytes))
+        listen((kind, handle, nbytes, address, explicit))
 
 
 def memory_resource(device: int | None = None):
@@ -133,8 +139,9 @@ class SimMemoryResource:
         from .streams import handle_of
 
         handle = handle_of(stream)
-        note_allocation("alloc", handle, int(size))
-        return SimBuffer(int(size), handle)
+        buf = SimBuffer(int(size), handle)
+        note_allocation("alloc", handle, int(size), buf.address)
+        return buf
 
     def __repr__(self):
         return "<DeviceMemoryResource (simulator stand-in)>"
@@ -149,6 +156,9 @@ class SimBuffer:
         self.closed = False
         self._stream_handle = stream_handle  # where it was allocated: a free's default
         self._bytes = cuda.device_array(size, np.uint8)
+        # its "device address": where the simulator keeps its bytes (what the race check
+        # and the recorded launches call the address of an array viewing it)
+        self.address = int(self._bytes._ary.__array_interface__["data"][0])
 
     def array(self, shape, dtype):
         """A view of the buffer's first bytes as an array of ``shape`` and ``dtype``."""
@@ -169,13 +179,14 @@ class SimBuffer:
 
         self.closed = True
         note_allocation("free", handle_of(stream) if stream is not None
-                        else self._stream_handle)
+                        else self._stream_handle, None, self.address, True)
 
     def __del__(self):
         # as cuda.core's Buffer: one nothing holds any more is freed in its stream
         if not getattr(self, "closed", True):
             self.closed = True
-            note_allocation("free", self._stream_handle)
+            note_allocation("free", self._stream_handle, None, getattr(self, "address", None),
+                            False)
 
     def __repr__(self):
         return f"<Buffer of {self.size} bytes (simulator stand-in)>"

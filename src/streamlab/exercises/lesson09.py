@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import sys
 
 import numpy as np
@@ -45,13 +46,40 @@ class _Seen:
         into.append((len(self.ops), None if stream is None else handle_of(stream)))
 
 
+def _yours(free, from_pool: bool, pool_closed: bool) -> bool:
+    """Was ``free`` the learner's own (a ``close``), not Python letting go of the buffer?
+    The simulator's buffers say so. On a GPU, CUPTI sees the driver's free alone: a pool
+    buffer's is the learner's when they closed it (the pool's wrapper saw the call); any
+    other's, when it came while the learner's function was running."""
+    if free.explicit is not None:
+        return free.explicit
+    return pool_closed if from_pool else free.at[1]
+
+
+def _touches(op, alloc) -> bool:
+    """Does the launch ``op`` read or write the device memory of ``alloc``?"""
+    lo, hi = alloc.address, alloc.address + alloc.nbytes
+    return any(r.lo < hi and lo < r.hi for r in (*op.reads, *op.writes) if not r.host)
+
+
+def _code_of(fn):
+    """The code object that runs when ``fn`` is called: a function's, a partial's
+    function's, a callable object's ``__call__``'s (None if none is found)."""
+    code = getattr(fn, "__code__", None)
+    if code is None and isinstance(fn, functools.partial):
+        code = getattr(fn.func, "__code__", None)
+    if code is None:
+        code = getattr(getattr(type(fn), "__call__", None), "__code__", None)
+    return code
+
+
 def _while_running(fn, ops):
     """For :func:`~streamlab.memory.allocations_seen`: (the position in ``ops``, whether
     ``fn`` is running). A buffer ``fn`` frees, or drops mid-way, is freed while its frame
     is on the stack; one it lets go of by returning is freed after its frame has left
     (CPython runs a local's finalizer at return with the caller's frame current: the kept
     answer "never freed" checks it at every run)."""
-    code = getattr(fn, "__code__", None)
+    code = _code_of(fn)
 
     def at():
         frame = sys._getframe(1)
@@ -59,13 +87,14 @@ def _while_running(fn, ops):
             if frame.f_code is code:
                 return len(ops), True
             frame = frame.f_back
-        return len(ops), code is None
+        return len(ops), False
 
     return at
 
 
 class _SeenPool:
-    """The lesson's memory pool, with its calls noted (exercise 1's ``mr``)."""
+    """The lesson's memory pool, with its calls noted (exercise 1's ``mr``): on a GPU its
+    buffers' closes too, which CUPTI cannot tell from Python letting go of a buffer."""
 
     def __init__(self, inner, seen: _Seen):
         self._inner, self._seen = inner, seen
@@ -74,26 +103,12 @@ class _SeenPool:
         """``mr.allocate(nbytes, stream=s)``, as the pool's."""
         buf = self._inner.allocate(size, stream=stream)
         self._seen.note(self._seen.allocs, stream)
-        if isinstance(buf, SimBuffer):
-            return _SeenSimBuffer(buf, self._seen)
+        if isinstance(buf, SimBuffer):  # it says itself whether a free is a close
+            return buf
         return _SeenBuffer(buf, self._seen)
 
     def __repr__(self):
         return repr(self._inner)
-
-
-class _SeenSimBuffer(SimBuffer):
-    """A simulator pool buffer whose close is noted."""
-
-    def __init__(self, inner: SimBuffer, seen: _Seen):  # noqa: D107  (shares inner's memory)
-        self.__dict__.update(inner.__dict__)
-        self._seen = seen
-        inner.closed = True  # this one frees it now: the inner one, let go, says nothing
-
-    def close(self, stream=None) -> None:
-        """Free in ``stream``'s order, noted."""
-        self._seen.note(self._seen.closes, stream)
-        super().close(stream)
 
 
 class _SeenBuffer:
@@ -141,17 +156,24 @@ def check_exercise1(scratch_step, *, seed=None):
             with allocations_seen(at=_while_running(scratch_step, ops)) as anywhere:
                 scratch_step(_SeenPool(memory_resource(), seen), s, d_x)
         check.no_host_sync(ops, "scratch_step")
+        pool_allocs, pool_closes = list(seen.allocs), list(seen.closes)
+        scratch = None  # the allocation, where every API's are seen and there is one
         if anywhere or streamlab.on_simulator():
             # every stream-ordered allocation and free, through any API (the pool's, the
-            # device's allocate), each with whether scratch_step was running then
-            seen.allocs = [(at, a.stream) for a in anywhere if a.kind == "alloc"
-                           for at, _mine in [a.at]]
-            seen.closes = [(at, a.stream) for a in anywhere if a.kind == "free"
-                           for at, mine in [a.at] if mine]
-            if not seen.closes and any(a.kind == "free" for a in anywhere):
-                check.fail("your code never freed the scratch: Python freed it only after "
-                           "scratch_step returned and let go of it, whenever that is. Free "
-                           "it yourself, buf.close(stream), after the last launch")
+            # device's allocate), each with where it came in the record
+            allocs = [a for a in anywhere if a.kind == "alloc"]
+            seen.allocs = [(a.at[0], a.stream) for a in allocs]
+            if len(allocs) == 1 and allocs[0].address is not None:
+                scratch = allocs[0]  # only its frees count (not those of other garbage)
+            frees = [a for a in anywhere if a.kind == "free"
+                     and (scratch is None or a.address == scratch.address)]
+            seen.closes = [(f.at[0], f.stream) for f in frees
+                           if _yours(f, bool(pool_allocs), bool(pool_closes))]
+            if not seen.closes and frees:
+                check.fail("your code never freed the scratch: Python freed it only when "
+                           "nothing held it any more (when a function returned, say), "
+                           "whenever that is. Free it yourself, buf.close(stream), after "
+                           "the last launch")
         # (else: a GPU without cupti-python, where only the pool's own calls are seen)
         if not seen.allocs:
             check.fail("allocate the scratch from the pool, in the stream: mr.allocate(4 * "
@@ -173,6 +195,11 @@ def check_exercise1(scratch_step, *, seed=None):
         if len(launches) != 2 or any(op.stream.key() != key for op in launches):
             check.fail("launch double_into twice, in the stream: from d_x into the scratch, "
                        "then from the scratch into d_x")
+        if scratch is not None and scratch.nbytes and \
+                not all(_touches(op, scratch) for op in launches):
+            check.fail("a double_into launch did not use the scratch you allocated: make "
+                       "the array from the buffer, streamlab.as_array(buf, d_x.size, "
+                       "np.float32), and pass that array to both launches")
         if not seen.closes:
             check.fail("the scratch was never freed: buf.close(stream) after the last "
                        "launch, so the pool can reuse it")
