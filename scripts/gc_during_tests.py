@@ -1,14 +1,19 @@
-"""Which garbage collections run while tests run, on which thread, and for how long? (the
-open lab 05 defect: in the GPU tests' PART=t1 order, the first part-2 right answer is
-refused, "another task ran only 0 times while you waited", and the next lab 05 case hangs)
+"""Which garbage collections run while tests run, on which thread, and for how long? Made
+for a lab 05 defect: in the GPU tests' PART=t1 order, a right part-2 answer was refused
+("another task ran only 0 times while you waited"), and the next lab 05 case hung.
 
-    python scripts/gc_during_tests.py [--min-ms 5] [--out gc.txt] -- PYTEST ARGS...
+What a run of this kind found on an H100 (2026-11-26, a probe with the same hook): full
+collections of up to 236 ms on the main thread of the tests' process, longer than the
+100 ms of GPU work part 2 awaits, and a collection on the driver's host-function thread
+(``Dummy-2``). Lab 05's checks now run with automatic collection off and numba's frees
+held (``labs/lab05.py``, ``_quiet_window``); run this again if a timed check turns flaky.
 
 Runs pytest in this process with a plugin that registers a ``gc.callbacks`` hook. Every
 collection that takes at least ``--min-ms`` milliseconds, or that runs on a thread that is
 not the main thread (the CUDA driver's host-function thread, say), is listed with the test
 that was running, the thread's name, the generation and the duration. The two hypotheses
-it is meant to tell apart:
+it was made to tell apart (the probe run did not reproduce the refusal, so neither was
+seen to cause it; the mend prevents both):
 
 (a) a full collection of the large process, in the window before the learner's ``await``,
     outlasts the GPU work that lab 05's part 2 awaits (a long collection on the main
