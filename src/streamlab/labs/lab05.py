@@ -36,7 +36,7 @@ AWAIT_NS = streamlab.ms_to_ns(streamlab.pick(gpu=100, sim=1))
 # AWAIT_NS. Right answers' longest pauses were 1.4 to 2.7 ms on an H100's host (eight
 # answers, 2026-11-26); a wrong one that waits on the host for most of the GPU work and
 # awaits only its end pauses for most of the 100 ms. (Counting turns, as this check did
-# before, passed a loop that stood still for 95 of them.)
+# before, needing 5 of them, passed a loop that stood still for 90 ms and was free for 10.)
 LONGEST_PAUSE = 0.25
 
 
