@@ -322,3 +322,33 @@ def test_a_priority_written_into_the_simulators_record_scores_nothing(tmp_path):
     cells = plan(submission("lab08__hardware", {"launch_urgent": _FORGED_PRIORITY}))
     got = run_part(cells, "check_part1", cwd=str(tmp_path), timeout=120, sandbox="off")
     assert not got.passed, got
+
+
+_LOOSENED = '''
+import streamlab.labs.lab05 as _lab
+
+class _Loose(float):
+    def __eq__(self, other):
+        return True
+    __hash__ = float.__hash__
+
+_lab.LONGEST_PAUSE = {value}
+''' + __import__("wrong_solutions.lab05__host_functions", fromlist=["RIGHT_PART2"]).RIGHT_PART2
+
+
+@pytest.mark.parametrize("value, tampered", [("_Loose(1e9)", True), ("float('0.25')", False)],
+                         ids=["a float that equals anything", "the same float, made anew"])
+def test_a_setting_replaced_by_one_that_only_compares_equal_is_tampering(tmp_path, value,
+                                                                          tampered):
+    """The guard lets a streamlab setting be the same plain value again, but not an object
+    of another type that only says it is equal: a float subclass whose __eq__ says yes to
+    anything, put in the place of lab 05's LONGEST_PAUSE, let a loop blocked for the whole
+    wait pass on a GPU (an attack on this lab)."""
+    cells = plan(submission("lab05__host_functions",
+                            {"checksum_when_done": _LOOSENED.replace("{value}", value)}))
+    got = run_part(cells, "check_part2", cwd=str(tmp_path), timeout=120, sandbox="off")
+    if tampered:
+        assert not got.passed and got.kind == "Tampered", got
+        assert "streamlab.labs.lab05.LONGEST_PAUSE" in got.message, got
+    else:
+        assert got.passed, got

@@ -58,7 +58,7 @@ def post_process_in_order(d_chunks, h_outs, stream, results):
 async def checksum_when_done(stream, h_out):
     stream.synchronize()
     return float(h_out.sum(dtype=np.float64))
-''', "check_part2", "blocked the event loop"),
+''', "check_part2", "waited with a synchronize()"),
 
     "does not wait at all": ("checksum_when_done", '''
 async def checksum_when_done(stream, h_out):
@@ -131,7 +131,7 @@ async def checksum_when_done(stream, h_out):
     done.record(stream)
     done.synchronize()
     return float(h_out.sum(dtype=np.float64))
-''', "check_part2", "blocked the event loop"),
+''', "check_part2", "waited with a synchronize()"),
 }
 
 # Wrong answers that only a GPU can tell from right ones: the simulator's timeline is a
@@ -167,10 +167,75 @@ async def checksum_when_done(stream, h_out):
     landed.wait(20)                 # not awaited: the loop stands still until it lands
     return float(h_out.sum(dtype=np.float64))
 ''', "check_part2", "gave no other task a turn"),
+
+    # a host wait cut into slices, each pause under the longest one allowed (an attack
+    # on this lab): the share of the time the loop was free catches them
+    "waits on a threading.Event in 5 ms slices on the loop's own thread": ("checksum_when_done", '''
+import threading
+
+async def checksum_when_done(stream, h_out):
+    landed = threading.Event()
+
+    @HOST_FN
+    def signal(_):
+        landed.set()
+
+    keep_alive.append(signal)
+    driver.cuLaunchHostFunc(stream.handle, ctypes.cast(signal, ctypes.c_void_p).value, 0)
+    while not landed.wait(0.005):   # a host wait, sliced: the loop gets a turn now and then
+        await asyncio.sleep(0)
+    return float(h_out.sum(dtype=np.float64))
+''', "check_part2", "free for"),
+
+    'sleeps on the host in 15 ms slices between event.query() polls': ("checksum_when_done", '''
+import time
+
+async def checksum_when_done(stream, h_out):
+    landed = cuda.event()
+    landed.record(stream)
+    while not landed.query():
+        time.sleep(0.015)            # time.sleep, not asyncio.sleep: the loop stands still
+        await asyncio.sleep(0.002)
+    return float(h_out.sum(dtype=np.float64))
+''', "check_part2", "free for"),
+
+    'busy-polls the event on the host in 15 ms slices, then awaits the future': ("checksum_when_done", '''
+import time
+
+async def checksum_when_done(stream, h_out):
+    loop = asyncio.get_running_loop()
+    done = loop.create_future()
+
+    @HOST_FN
+    def resolve(_):
+        loop.call_soon_threadsafe(done.set_result, None)
+
+    driver.cuLaunchHostFunc(stream.handle, ctypes.cast(resolve, ctypes.c_void_p).value, 0)
+    landed = cuda.event()
+    landed.record(stream)
+    while not landed.query():
+        began = time.perf_counter()
+        while not landed.query() and time.perf_counter() - began < 0.015:
+            pass                     # a host wait in disguise, as in WRONG_ON_GPU ...
+        await asyncio.sleep(0.002)   # ... but with a breath every 15 ms
+    await done
+    return float(h_out.sum(dtype=np.float64))
+''', "check_part2", "free for"),
 }
 
 # Right answers in other words: each must pass its part (and every other part).
 RIGHT = {
+    'polls a cuda.core event of the same stream': ("checksum_when_done", '''
+from cuda.core import Device
+
+async def checksum_when_done(stream, h_out):
+    device = Device()
+    device.set_current()             # this coroutine runs on the check's own thread
+    landed = device.create_stream(stream).record()
+    while not landed.is_done:
+        await asyncio.sleep(0.001)
+    return float(h_out.sum(dtype=np.float64))
+''', "check_part2"),
     "the answer the wrong ones change (part 1)": ("post_process_in_order", RIGHT_PART1,
                                                  "check_part1"),
     "the answer the wrong ones change (part 2)": ("checksum_when_done", RIGHT_PART2,
@@ -248,4 +313,86 @@ async def checksum_when_done(stream, h_out):
     await asyncio.wait_for(streamlab.stream_done(stream), timeout=20)
     return float(h_out.sum(dtype=np.float64))
 ''', "check_part2"),
+}
+
+
+# Found by an attack on this lab and not mended yet (tests/test_lab_answers_later.py keeps
+# them as strict expected failures): right answers the race check calls a race, because
+# streamlab draws a hand-over only for threading.Event.wait and call_soon_threadsafe; and
+# wrong ones that sleep "long enough", which a run-by-run race check cannot tell from a
+# wait (the work ended before the read in this run). name -> (right or wrong, target,
+# code, why)
+KNOWN_HOLES = {
+    "polls a threading.Event's flag with asyncio.sleep": ('right', "checksum_when_done", '''
+import threading
+
+async def checksum_when_done(stream, h_out):
+    landed = threading.Event()
+
+    @HOST_FN
+    def signal(_):
+        landed.set()
+
+    keep_alive.append(signal)
+    driver.cuLaunchHostFunc(stream.handle, ctypes.cast(signal, ctypes.c_void_p).value, 0)
+    while not landed.is_set():       # thread-safe; the loop sleeps between looks
+        await asyncio.sleep(0.001)
+    return float(h_out.sum(dtype=np.float64))
+''',
+        'Right: the host function sets a thread-safe flag after the copy and the coroutine polls it without blocking, but streamlab draws the hand-over edge only for Event.wait(), not is_set(), so the read is reported as a race.'),
+    'polls a list the host function appends to': ('right', "checksum_when_done", '''
+async def checksum_when_done(stream, h_out):
+    landed = []
+
+    @HOST_FN
+    def note(_):
+        landed.append(True)          # list.append is atomic under the GIL
+
+    keep_alive.append(note)
+    driver.cuLaunchHostFunc(stream.handle, ctypes.cast(note, ctypes.c_void_p).value, 0)
+    while not landed:
+        await asyncio.sleep(0.001)
+    return float(h_out.sum(dtype=np.float64))
+''',
+        'Right in CPython (the GIL orders the append before the read) and never blocks the loop, but no hand-over is recorded, so the check calls the read a race.'),
+    'hands the news over through a queue.Queue, read in a worker thread': ('right', "checksum_when_done", '''
+import queue
+
+async def checksum_when_done(stream, h_out):
+    landed = queue.Queue()
+
+    @HOST_FN
+    def signal(_):
+        landed.put(True)
+
+    keep_alive.append(signal)
+    driver.cuLaunchHostFunc(stream.handle, ctypes.cast(signal, ctypes.c_void_p).value, 0)
+    await asyncio.to_thread(landed.get, timeout=20)
+    return float(h_out.sum(dtype=np.float64))
+''',
+        "Kept RIGHT 'a threading.Event, waited for in a worker thread' with the standard thread-safe queue instead: Queue.put/get is not one of the hand-overs streamlab draws, and the worker's call_soon_threadsafe hands over nothing, so it is called a race."),
+    'sleeps past the GPU work instead of awaiting the future it made': ('wrong', "checksum_when_done", '''
+async def checksum_when_done(stream, h_out):
+    loop = asyncio.get_running_loop()
+    done = loop.create_future()
+
+    @HOST_FN
+    def resolve(_):
+        loop.call_soon_threadsafe(done.set_result, None)
+
+    keep_alive.append(resolve)
+    driver.cuLaunchHostFunc(stream.handle, ctypes.cast(resolve, ctypes.c_void_p).value, 0)
+    await asyncio.sleep(0.5)         # "long enough": never looks at done
+    return float(h_out.sum(dtype=np.float64))
+''',
+        "Kept WRONG 'sleeps instead of waiting' with a longer sleep: nothing in the code waits for the stream, but the set_result callback happened to run on the loop first, and the race check counts that as an ordering edge."),
+    'sleeps, then calls event.query() and ignores what it says': ('wrong', "checksum_when_done", '''
+async def checksum_when_done(stream, h_out):
+    landed = cuda.event()
+    landed.record(stream)
+    await asyncio.sleep(0.5)         # "long enough"
+    landed.query()                   # result never used
+    return float(h_out.sum(dtype=np.float64))
+''',
+        'A fixed sleep is luck, not a wait (it breaks as soon as the work takes longer); the race check treats any query() that returned True as a host wait, used or not.'),
 }

@@ -38,6 +38,16 @@ def _settings(name: str, obj) -> bool:
                                                              type(None)))
 
 
+def _same(now, before) -> bool:
+    """Is ``now`` the setting ``before`` was, of the very same type (a float subclass
+    whose ``__eq__`` says yes to anything is not the float it replaced)?"""
+    if type(now) is not type(before):
+        return False
+    if isinstance(before, tuple):
+        return len(now) == len(before) and all(map(_same, now, before))
+    return now == before
+
+
 class Guard:
     """A snapshot of modules, classes and the locked cells' names, compared later."""
 
@@ -84,7 +94,7 @@ class Guard:
             mod = self.sysmods[name]
             for attr, value in attrs.items():
                 now = getattr(mod, attr, None)
-                if now is not value and not (_settings(name, value) and now == value):
+                if now is not value and not (_settings(name, value) and _same(now, value)):
                     found.append(f"{name}.{attr}")
         if os.environ.get("STREAMLAB_GRADING") != "1":
             found.append("the environment variable STREAMLAB_GRADING")

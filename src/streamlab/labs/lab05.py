@@ -38,6 +38,12 @@ AWAIT_NS = streamlab.ms_to_ns(streamlab.pick(gpu=100, sim=1))
 # awaits only its end pauses for most of the 100 ms. (Counting turns, as this check did
 # before, needing 5 of them, passed a loop that stood still for 90 ms and was free for 10.)
 LONGEST_PAUSE = 0.25
+# The least share of the coroutine's time the event loop must be free for, judged by the
+# other task's turns against how often it takes one with the loop to itself (measured in
+# the same check, just before): a host wait cut into slices of 15 ms, each under the
+# longest pause, left the loop free for about a tenth of the time.
+FREE_SHARE = 0.5
+CALIBRATE_S = streamlab.pick(gpu=0.02, sim=0.005)  # how long the other task runs alone
 
 
 def fresh_device_chunks(count, seed=None):
@@ -147,6 +153,15 @@ def _none_freed(posts) -> None:
             check.fail(f"{op.describe()}: {call.exception}")
 
 
+async def _turns_alone(seconds: float) -> int:
+    """How many turns the other task takes in ``seconds`` with the loop to itself."""
+    turns, end = 0, time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        await asyncio.sleep(0.001)
+        turns += 1
+    return turns
+
+
 def check_part2(checksum_when_done, *, seed=None, limit_s=30):
     """A coroutine that awaits the stream's work without blocking the loop."""
     with part(2, checksum_when_done), _quiet_window():
@@ -157,6 +172,7 @@ def check_part2(checksum_when_done, *, seed=None, limit_s=30):
         s = cuda.stream()
 
         async def main():
+            alone = await _turns_alone(CALIBRATE_S)
             with record_ops() as ops:
                 with internal():
                     streamlab.spin[1, 1, s](AWAIT_NS)
@@ -175,7 +191,7 @@ def check_part2(checksum_when_done, *, seed=None, limit_s=30):
                 value = await asyncio.wait_for(checksum_when_done(s, h_out), limit_s)
                 turns.append(time.perf_counter())  # the answer's return ends the last pause
                 t.cancel()
-            return value, turns, ops
+            return value, turns, ops, CALIBRATE_S / max(alone, 1)
 
         # In a thread with its own event loop: a coroutine that never awaits would
         # otherwise block the notebook itself; here it only fails the check.
@@ -198,10 +214,11 @@ def check_part2(checksum_when_done, *, seed=None, limit_s=30):
             if isinstance(outcome["error"], asyncio.TimeoutError):
                 check.fail(f"checksum_when_done did not finish within {limit_s} s")
             raise outcome["error"]
-        value, turns, ops = outcome["value"]
+        value, turns, ops, turn_s = outcome["value"]
         if ops.syncs():
-            check.fail("the coroutine blocked the event loop with a synchronize(): await "
-                       "a future that a host function in the stream resolves instead")
+            check.fail("the coroutine waited with a synchronize() (itself, or a thread it "
+                       "started): await a future that a host function in the stream "
+                       "resolves instead")
         order = analyze(ops)
         if not [op for op in ops.user() if op.kind == "host"]:
             check.fail("the coroutine never read h_out: return its checksum, "
@@ -214,12 +231,22 @@ def check_part2(checksum_when_done, *, seed=None, limit_s=30):
         awaited_ms = AWAIT_NS / 1e6
         pause_ms = max(b - a for a, b in zip(turns, turns[1:])) * 1e3
         allowed_ms = LONGEST_PAUSE * awaited_ms
+        took = len(turns) - 2  # the other task's turns (without the start and the end)
+        free = took * turn_s / (turns[-1] - turns[0])
         if pause_ms > allowed_ms:
             check.fail(f"the event loop gave no other task a turn for {pause_ms:.0f} ms "
                        f"while your coroutine ran (it may pause for {allowed_ms:.0f} ms of "
                        f"the {awaited_ms:.0f} ms of GPU work): something in it waited on "
                        f"the host. Await a future that a host function in the stream "
                        f"resolves, and nothing else")
-        print(f"another task took {len(turns) - 2} turns while the coroutine awaited "
-              f"{awaited_ms:.0f} ms of GPU work; the event loop's longest pause was "
+        if free < FREE_SHARE:
+            check.fail(f"the event loop was free for {free:.0%} of the time your coroutine "
+                       f"ran (the check needs {FREE_SHARE:.0%}): another task took {took} "
+                       f"turns where, with the loop to itself, it takes one every "
+                       f"{turn_s * 1e3:.1f} ms. Something in the coroutine waits on the "
+                       f"host, in slices. Await a future that a host function in the "
+                       f"stream resolves, and nothing else")
+        print(f"another task took {took} turns while the coroutine awaited "
+              f"{awaited_ms:.0f} ms of GPU work: the event loop was free for {free:.0%} "
+              f"of it (the check needs {FREE_SHARE:.0%}), and its longest pause was "
               f"{pause_ms:.1f} ms (the check allows {allowed_ms:.0f})")
