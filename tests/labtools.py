@@ -125,6 +125,8 @@ def stdout(cell):
 def cases(attribute, labs=None):
     """The answers of ``attribute`` (WRONG, WRONG_ON_GPU or RIGHT) of ``labs`` (default:
     every lab; a lab without that attribute has none)."""
+    if attribute not in ("WRONG", "WRONG_ON_GPU", "RIGHT"):
+        raise ValueError(f"no kept answers are called {attribute!r}")
     for lab in LABS if labs is None else labs:
         mod = importlib.import_module(f"wrong_solutions.{lab}")
         for name, case in getattr(mod, attribute, {}).items():
