@@ -321,7 +321,7 @@ async def checksum_when_done(stream, h_out):
 # streamlab draws a hand-over only for threading.Event.wait and call_soon_threadsafe; and
 # wrong ones that sleep "long enough", which a run-by-run race check cannot tell from a
 # wait (the work ended before the read in this run). name -> (right or wrong, target,
-# code, why)
+# code, why[, "gpu": a hole on a GPU only])
 KNOWN_HOLES = {
     # the kept right answer "a threading.Event, waited for in a worker thread" was called a
     # race once in CI's serial autograde (a class of lab 05): when the worker's future is
@@ -349,7 +349,8 @@ async def checksum_when_done(stream, h_out):
     return float(h_out.sum(dtype=np.float64))
 ''', "the worker's wait follows the host function and the coroutine reads after it; "
         "streamlab draws no hand-over from a concurrent.futures.Future that the loop "
-        "finds done"),
+        "finds done (mended on the simulator, where the short GPU work made it happen; "
+        "the GPU's real path waits for a run of every notebook)", "gpu"),
     "polls a threading.Event's flag with asyncio.sleep": ('right', "checksum_when_done", '''
 import threading
 
