@@ -34,6 +34,28 @@ async def checksum_when_done(stream, h_out):
     return float(h_out.sum(dtype=np.float64))
 '''
 
+# a right answer of part 2 in other words, which more answers change
+RIGHT_EVENT = '''
+import threading
+
+async def checksum_when_done(stream, h_out):
+    landed = threading.Event()
+
+    @HOST_FN
+    def signal(_):
+        landed.set()
+
+    driver.cuLaunchHostFunc(stream.handle, ctypes.cast(signal, ctypes.c_void_p).value, 0)
+    await asyncio.to_thread(landed.wait, 20)
+    return float(h_out.sum(dtype=np.float64))
+'''
+_IN_A_WORKER = "    await asyncio.to_thread(landed.wait, 20)\n"
+_KEEP = ("    driver.cuLaunchHostFunc(stream.handle, ctypes.cast(signal",
+         "    keep_alive.append(signal)\n    driver.cuLaunchHostFunc(stream.handle, ctypes.cast(signal")
+_KEEP_RESOLVE = ("    driver.cuLaunchHostFunc(stream.handle, ctypes.cast(resolve",
+                 "    keep_alive.append(resolve)\n"
+                 "    driver.cuLaunchHostFunc(stream.handle, ctypes.cast(resolve")
+
 _COPY = "        d.copy_to_host(h, stream=stream)\n"
 _LAUNCH = "        driver.cuLaunchHostFunc(stream.handle, ctypes.cast(post, ctypes.c_void_p).value, i)\n"
 
@@ -153,39 +175,18 @@ WRONG_ON_GPU = {
         RIGHT_PART2, *_IMPORT_TIME, ("    await done\n", "    time.sleep(0.05)\n    await done\n")),
         "check_part2", "gave no other task a turn"),
 
-    "waits on a threading.Event in the loop's own thread": ("checksum_when_done", '''
-import threading
-
-async def checksum_when_done(stream, h_out):
-    landed = threading.Event()
-
-    @HOST_FN
-    def signal(_):
-        landed.set()
-
-    driver.cuLaunchHostFunc(stream.handle, ctypes.cast(signal, ctypes.c_void_p).value, 0)
-    landed.wait(20)                 # not awaited: the loop stands still until it lands
-    return float(h_out.sum(dtype=np.float64))
-''', "check_part2", "gave no other task a turn"),
+    "waits on a threading.Event in the loop's own thread": ("checksum_when_done", _change(
+        RIGHT_EVENT, (_IN_A_WORKER, "    landed.wait(20)                 # not awaited: the loop "
+                                    "stands still until it lands\n")),
+        "check_part2", "gave no other task a turn"),
 
     # a host wait cut into slices, each pause under the longest one allowed (an attack
     # on this lab): the share of the time the loop was free catches them
-    "waits on a threading.Event in 5 ms slices on the loop's own thread": ("checksum_when_done", '''
-import threading
-
-async def checksum_when_done(stream, h_out):
-    landed = threading.Event()
-
-    @HOST_FN
-    def signal(_):
-        landed.set()
-
-    keep_alive.append(signal)
-    driver.cuLaunchHostFunc(stream.handle, ctypes.cast(signal, ctypes.c_void_p).value, 0)
+    "waits on a threading.Event in 5 ms slices on the loop's own thread": ("checksum_when_done",
+        _change(RIGHT_EVENT, _KEEP, (_IN_A_WORKER, """\
     while not landed.wait(0.005):   # a host wait, sliced: the loop gets a turn now and then
         await asyncio.sleep(0)
-    return float(h_out.sum(dtype=np.float64))
-''', "check_part2", "free for"),
+""")), "check_part2", "free for"),
 
     'sleeps on the host in 15 ms slices between event.query() polls': ("checksum_when_done", '''
 import time
@@ -199,18 +200,8 @@ async def checksum_when_done(stream, h_out):
     return float(h_out.sum(dtype=np.float64))
 ''', "check_part2", "free for"),
 
-    'busy-polls the event on the host in 15 ms slices, then awaits the future': ("checksum_when_done", '''
-import time
-
-async def checksum_when_done(stream, h_out):
-    loop = asyncio.get_running_loop()
-    done = loop.create_future()
-
-    @HOST_FN
-    def resolve(_):
-        loop.call_soon_threadsafe(done.set_result, None)
-
-    driver.cuLaunchHostFunc(stream.handle, ctypes.cast(resolve, ctypes.c_void_p).value, 0)
+    "busy-polls the event on the host in 15 ms slices, then awaits the future": (
+        "checksum_when_done", _change(RIGHT_PART2, *_IMPORT_TIME, ("    await done\n", """\
     landed = cuda.event()
     landed.record(stream)
     while not landed.query():
@@ -219,8 +210,7 @@ async def checksum_when_done(stream, h_out):
             pass                     # a host wait in disguise, as in WRONG_ON_GPU ...
         await asyncio.sleep(0.002)   # ... but with a breath every 15 ms
     await done
-    return float(h_out.sum(dtype=np.float64))
-''', "check_part2", "free for"),
+""")), "check_part2", "free for"),
 }
 
 # Right answers in other words: each must pass its part (and every other part).
@@ -279,20 +269,8 @@ def post_process_in_order(d_chunks, h_outs, stream, results):
         streamlab.launch_host_func(stream, functools.partial(post, results, h_outs, i))
 ''', "check_part1"),
 
-    "a threading.Event, waited for in a worker thread": ("checksum_when_done", '''
-import threading
-
-async def checksum_when_done(stream, h_out):
-    landed = threading.Event()
-
-    @HOST_FN
-    def signal(_):
-        landed.set()
-
-    driver.cuLaunchHostFunc(stream.handle, ctypes.cast(signal, ctypes.c_void_p).value, 0)
-    await asyncio.to_thread(landed.wait, 20)
-    return float(h_out.sum(dtype=np.float64))
-''', "check_part2"),
+    "a threading.Event, waited for in a worker thread": ("checksum_when_done",
+                                                         RIGHT_EVENT, "check_part2"),
 
     "awaited with a time limit, through run_coroutine_threadsafe's cousin": ("checksum_when_done", '''
 async def checksum_when_done(stream, h_out):
@@ -327,47 +305,28 @@ KNOWN_HOLES = {
     # race once in CI's serial autograde (a class of lab 05): when the worker's future is
     # done before asyncio chains it, the chaining callback runs on the loop's own thread
     # and hands nothing over from the worker; this answer makes that order certain
-    "a worker's future, already done when it is awaited": ("right", "checksum_when_done", '''
-import concurrent.futures
-import threading
-
-async def checksum_when_done(stream, h_out):
-    landed = threading.Event()
-
-    @HOST_FN
-    def signal(_):
-        landed.set()
-
-    keep_alive.append(signal)
-    driver.cuLaunchHostFunc(stream.handle, ctypes.cast(signal, ctypes.c_void_p).value, 0)
+    "a worker's future, already done when it is awaited": ("right", "checksum_when_done",
+        _change(RIGHT_EVENT, ("import threading\n", "import concurrent.futures\nimport threading\n"),
+                _KEEP, (_IN_A_WORKER, """\
     pool = concurrent.futures.ThreadPoolExecutor(1)
     done = pool.submit(landed.wait, 20)
     while not done.done():
         await asyncio.sleep(0.001)
     await asyncio.wrap_future(done)  # done already: chained on the loop's own thread
     pool.shutdown()
-    return float(h_out.sum(dtype=np.float64))
-''', "the worker's wait follows the host function and the coroutine reads after it; "
+""")),
+        "the worker's wait follows the host function and the coroutine reads after it; "
         "streamlab draws no hand-over from a concurrent.futures.Future that the loop "
         "finds done (mended on the simulator, where the short GPU work made it happen; "
         "the GPU's real path waits for a run of every notebook)", "gpu"),
-    "polls a threading.Event's flag with asyncio.sleep": ('right', "checksum_when_done", '''
-import threading
-
-async def checksum_when_done(stream, h_out):
-    landed = threading.Event()
-
-    @HOST_FN
-    def signal(_):
-        landed.set()
-
-    keep_alive.append(signal)
-    driver.cuLaunchHostFunc(stream.handle, ctypes.cast(signal, ctypes.c_void_p).value, 0)
+    "polls a threading.Event's flag with asyncio.sleep": ("right", "checksum_when_done",
+        _change(RIGHT_EVENT, _KEEP, (_IN_A_WORKER, """\
     while not landed.is_set():       # thread-safe; the loop sleeps between looks
         await asyncio.sleep(0.001)
-    return float(h_out.sum(dtype=np.float64))
-''',
-        'Right: the host function sets a thread-safe flag after the copy and the coroutine polls it without blocking, but streamlab draws the hand-over edge only for Event.wait(), not is_set(), so the read is reported as a race.'),
+""")),
+        "Right: the host function sets a thread-safe flag after the copy and the coroutine "
+        "polls it without blocking, but streamlab draws the hand-over edge only for "
+        "Event.wait(), not is_set(), so the read is reported as a race."),
     'polls a list the host function appends to': ('right', "checksum_when_done", '''
 async def checksum_when_done(stream, h_out):
     landed = []
@@ -383,37 +342,24 @@ async def checksum_when_done(stream, h_out):
     return float(h_out.sum(dtype=np.float64))
 ''',
         'Right in CPython (the GIL orders the append before the read) and never blocks the loop, but no hand-over is recorded, so the check calls the read a race.'),
-    'hands the news over through a queue.Queue, read in a worker thread': ('right', "checksum_when_done", '''
-import queue
-
-async def checksum_when_done(stream, h_out):
-    landed = queue.Queue()
-
-    @HOST_FN
-    def signal(_):
-        landed.put(True)
-
-    keep_alive.append(signal)
-    driver.cuLaunchHostFunc(stream.handle, ctypes.cast(signal, ctypes.c_void_p).value, 0)
-    await asyncio.to_thread(landed.get, timeout=20)
-    return float(h_out.sum(dtype=np.float64))
-''',
-        "Kept RIGHT 'a threading.Event, waited for in a worker thread' with the standard thread-safe queue instead: Queue.put/get is not one of the hand-overs streamlab draws, and the worker's call_soon_threadsafe hands over nothing, so it is called a race."),
-    'sleeps past the GPU work instead of awaiting the future it made': ('wrong', "checksum_when_done", '''
-async def checksum_when_done(stream, h_out):
-    loop = asyncio.get_running_loop()
-    done = loop.create_future()
-
-    @HOST_FN
-    def resolve(_):
-        loop.call_soon_threadsafe(done.set_result, None)
-
-    keep_alive.append(resolve)
-    driver.cuLaunchHostFunc(stream.handle, ctypes.cast(resolve, ctypes.c_void_p).value, 0)
-    await asyncio.sleep(0.5)         # "long enough": never looks at done
-    return float(h_out.sum(dtype=np.float64))
-''',
-        "Kept WRONG 'sleeps instead of waiting' with a longer sleep: nothing in the code waits for the stream, but the set_result callback happened to run on the loop first, and the race check counts that as an ordering edge."),
+    "hands the news over through a queue.Queue, read in a worker thread": (
+        "right", "checksum_when_done", _change(
+            RIGHT_EVENT, ("import threading", "import queue"),
+            ("landed = threading.Event()", "landed = queue.Queue()"),
+            ("landed.set()", "landed.put(True)"), _KEEP,
+            (_IN_A_WORKER, "    await asyncio.to_thread(landed.get, timeout=20)\n")),
+        "Kept RIGHT 'a threading.Event, waited for in a worker thread' with the standard "
+        "thread-safe queue instead: Queue.put/get is not one of the hand-overs streamlab "
+        "draws, and the worker's call_soon_threadsafe hands over nothing, so it is called a "
+        "race."),
+    "sleeps past the GPU work instead of awaiting the future it made": (
+        "wrong", "checksum_when_done", _change(
+            RIGHT_PART2, _KEEP_RESOLVE,
+            ("    await done\n", '    await asyncio.sleep(0.5)         # "long enough": never '
+                                 'looks at done\n')),
+        "Kept WRONG 'sleeps instead of waiting' with a longer sleep: nothing in the code "
+        "waits for the stream, but the set_result callback happened to run on the loop "
+        "first, and the race check counts that as an ordering edge."),
     'sleeps, then calls event.query() and ignores what it says': ('wrong', "checksum_when_done", '''
 async def checksum_when_done(stream, h_out):
     landed = cuda.event()
