@@ -29,17 +29,20 @@ PROGRAM = textwrap.dedent('''
         importlib.import_module(name)
     import cuda  # the namespace package whose attribute "core" the simulator's stand-in takes
     import asyncio.base_events                                # call_soon_threadsafe (hostfn)
-    import concurrent.futures                                 # Future (_simfill)
+    import concurrent.futures, queue                          # Future, Queue (hostfn)
     from cuda.bindings import driver                          # cuLaunchHostFunc (hostfn)
     entries = {name: sys.modules.get(name) for name in ("cuda.core",)}  # sys.modules entries
 
     def owners():
         """Every loaded numba module, every class any of them holds (wherever it was
         defined: numba re-exports many), threading's Thread and Event, asyncio's event
-        loop, concurrent.futures' Future and cuda.bindings' driver module."""
+        loop, concurrent.futures' Future, queue's three queues and cuda.bindings' driver
+        module."""
         found = {"threading.Thread": threading.Thread, "threading.Event": threading.Event,
                  "asyncio.BaseEventLoop": asyncio.base_events.BaseEventLoop,
                  "concurrent.futures.Future": concurrent.futures.Future,
+                 "queue.Queue": queue.Queue, "queue.LifoQueue": queue.LifoQueue,
+                 "queue.PriorityQueue": queue.PriorityQueue,
                  "cuda.bindings.driver": driver}
         seen = {id(v) for v in found.values()}
         for modname, mod in sorted(sys.modules.items()):

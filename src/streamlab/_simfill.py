@@ -74,7 +74,6 @@ def apply(cuda) -> None:
     _launches_take_turns()
     _each_configuration_its_own()
     _kernels_get_nanosleep()
-    _finished_futures_hand_over()
 
 
 def _stream_and_event_classes():
@@ -409,45 +408,3 @@ def _kernels_get_nanosleep() -> None:
     fake = kernelapi.FakeCUDAModule
     if not hasattr(fake, "nanosleep"):
         patch(fake, "nanosleep", nanosleep)
-
-
-def _finished_futures_hand_over() -> None:
-    """A ``concurrent.futures.Future`` finished in one thread and found done by another
-    orders the finder after the finisher. asyncio's ``run_in_executor`` and ``to_thread``
-    chain such a future to the loop: when the worker finishes first, the chaining callback
-    runs on the loop's own thread, and the loop's ``call_soon_threadsafe`` then hands
-    nothing over from the worker, so the race check called a right answer a race (lab 05,
-    under load, in CI's class-grading test). Simulator only for now: the simulator's short
-    GPU work lets the worker finish first; on a GPU the lab awaits 100 ms, and the mend of
-    the real path (``hostfn``) waits for a GPU run of every notebook (the next session)."""
-    import concurrent.futures
-
-    from .hostfn import _hand_over, _received
-    from .ops import observing
-
-    cls = concurrent.futures.Future
-    set_result, set_exception, add_done_callback = (
-        cls.set_result, cls.set_exception, cls.add_done_callback)
-
-    def noted(method):
-        def finish(self, value):
-            uid = _hand_over() if observing() else None
-            if uid is not None:  # noted before the state changes, so a finder sees it
-                self.__dict__["_streamlab_after"] = uid
-            return method(self, value)
-        finish.__name__ = method.__name__
-        return finish
-
-    def when_done(self, fn):
-        if self.done() and self.__dict__.get("_streamlab_after") is not None:
-            uid = self.__dict__["_streamlab_after"]
-            inner = fn
-
-            def fn(future):  # run now, in this thread: it found the future done
-                _received(uid)
-                return inner(future)
-        return add_done_callback(self, fn)
-
-    patch(cls, "set_result", noted(set_result))
-    patch(cls, "set_exception", noted(set_exception))
-    patch(cls, "add_done_callback", when_done)

@@ -524,12 +524,25 @@ def _from_threading(frame) -> bool:
 
 
 def _install_signals(patch) -> None:
-    """What one thread hands to another orders the receiver after it:
-    ``loop.call_soon_threadsafe(...)`` (asyncio's way in from another thread, which
-    ``asyncio.to_thread`` and ``run_in_executor`` use too) and ``threading.Event``'s
-    ``set()`` then ``wait()``. Inside a host function that is how its news reaches your
-    code; between your own threads it is ordering like a join."""
+    """What one thread hands to another orders the receiver after it. Inside a host
+    function that is how its news reaches your code; between your own threads it is
+    ordering like a join. The hand-overs drawn:
+
+    - ``loop.call_soon_threadsafe(...)``: asyncio's way in from another thread, which
+      ``asyncio.to_thread`` and ``run_in_executor`` use too;
+    - ``threading.Event``: ``set()``, then a ``wait()`` or an ``is_set()`` that finds it set;
+    - ``concurrent.futures.Future``: finished in one thread (``set_result``,
+      ``set_exception``), found done by another (a done callback run at once, which is how
+      asyncio chains a worker's future that finished first);
+    - ``queue.Queue`` (and its ``LifoQueue`` and ``PriorityQueue``): a ``get()`` is ordered
+      after every ``put()`` made before it, as the queue's own lock orders them.
+
+    Not drawn, and so reported as a race though CPython orders them: a plain list or
+    flag polled under the GIL, and ``queue.SimpleQueue`` (a C type, which cannot be
+    patched)."""
     import asyncio.base_events
+    import concurrent.futures
+    import queue
 
     loop_cls = asyncio.base_events.BaseEventLoop
     soon = loop_cls.call_soon_threadsafe
@@ -544,26 +557,108 @@ def _install_signals(patch) -> None:
                 return inner(*a)
         return soon(self, callback, *args, context=context)
 
-    event_set, event_wait = threading.Event.set, threading.Event.wait
+    event_set, event_wait, event_is_set = (
+        threading.Event.set, threading.Event.wait, threading.Event.is_set)
 
     def set(self):  # noqa: A001  (the method's name)
         uid = _hand_over() if observing() and not _from_threading(sys._getframe(1)) else None
         if uid is not None:  # (noted before the flag is set, so that a wait it wakes sees it)
-            after = self.__dict__.setdefault("_streamlab_after", [])
-            after.append(uid)
-            del after[:-64]  # an event set again and again: its latest settings
+            _note(self, uid)
         return event_set(self)
+
+    def _receive_all(obj):
+        for uid in dict.fromkeys(obj.__dict__.get("_streamlab_after", ())):
+            _received(uid)
 
     def wait(self, timeout=None):
         out = event_wait(self, timeout)
         if out and "_streamlab_after" in self.__dict__ and observing():
-            for uid in dict.fromkeys(self.__dict__.get("_streamlab_after", ())):
-                _received(uid)
+            _receive_all(self)
+        return out
+
+    def is_set(self):
+        out = event_is_set(self)
+        if out and "_streamlab_after" in self.__dict__ and observing():
+            _receive_all(self)
         return out
 
     patch(loop_cls, "call_soon_threadsafe", call_soon_threadsafe)
     patch(threading.Event, "set", set)
     patch(threading.Event, "wait", wait)
+    patch(threading.Event, "is_set", is_set)
+
+    future = concurrent.futures.Future
+    set_result, set_exception, add_done_callback = (
+        future.set_result, future.set_exception, future.add_done_callback)
+
+    def noted(method):
+        def finish(self, value):
+            uid = _hand_over() if observing() else None
+            if uid is not None:  # noted before the state changes, so a finder sees it
+                self.__dict__["_streamlab_after"] = [uid]
+            return method(self, value)
+        finish.__name__ = method.__name__
+        return finish
+
+    def when_done(self, fn):
+        if self.done() and self.__dict__.get("_streamlab_after") and observing():
+            (uid,), inner = self.__dict__["_streamlab_after"], fn
+
+            def fn(done):  # run now, in this thread: it found the future done
+                _received(uid)
+                return inner(done)
+        return add_done_callback(self, fn)
+
+    patch(future, "set_result", noted(set_result))
+    patch(future, "set_exception", noted(set_exception))
+    patch(future, "add_done_callback", when_done)
+
+    # A queue: each put notes a hand-over under the queue's lock; a get takes, under the
+    # same lock, the notes of every put made before it, and receives them once it returns.
+    for cls in (queue.Queue, queue.LifoQueue, queue.PriorityQueue):
+        patch(cls, "_put", _queue_put(cls._put))
+        patch(cls, "_get", _queue_get(cls._get))
+    patch(queue.Queue, "get", _queue_receive(queue.Queue.get))
+
+
+#: a get's notes, taken under the queue's lock, until the get returns (per thread)
+_taken = threading.local()
+
+
+def _note(obj, uid: int) -> None:
+    after = obj.__dict__.setdefault("_streamlab_after", [])
+    after.append(uid)
+    del after[:-64]  # set or put again and again: its latest hand-overs
+
+
+def _queue_put(put):
+    def _put(self, item):
+        uid = _hand_over() if observing() else None
+        if uid is not None:
+            _note(self, uid)
+        return put(self, item)
+    return _put
+
+
+def _queue_get(get):
+    def _get(self):
+        if "_streamlab_after" in self.__dict__:
+            _taken.uids = list(self.__dict__["_streamlab_after"])
+        return get(self)
+    return _get
+
+
+def _queue_receive(get):
+    def receive(self, *args, **kwargs):
+        _taken.uids = None
+        item = get(self, *args, **kwargs)
+        uids, _taken.uids = _taken.uids, None
+        if uids and observing():
+            for uid in dict.fromkeys(uids):
+                _received(uid)
+        return item
+    receive.__name__ = "get"
+    return receive
 
 
 class StreamDone:

@@ -93,7 +93,9 @@ class Race:
         if second.kind == "host" or (second.stream is None):
             return ("Wait for the GPU work before the host touches the memory: "
                     "stream.synchronize(), or an event recorded after it and "
-                    "event.synchronize(); in asyncio, await streamlab.stream_done(stream).")
+                    "event.synchronize(); in asyncio, await a future that a host function in "
+                    "the stream resolves (driver.cuLaunchHostFunc, then "
+                    "loop.call_soon_threadsafe).")
         if first.kind == "host":
             return ("The host touched the memory while the GPU may still use it: wait "
                     "for the GPU's earlier work first (stream.synchronize() or "

@@ -87,6 +87,38 @@ async def checksum_when_done(stream, h_out):
     return float(h_out.sum(dtype=np.float64))
 ''', "check_part2", "reads h_out"),
 
+    # the hand-overs streamlab draws (a queue, Event.is_set, a worker's future) order a
+    # receiver after the sender only: news sent by the wrong thread, or too early, orders
+    # nothing after the GPU's work
+    "a queue.Queue the coroutine fills itself, not the host function": (
+        "checksum_when_done", _change(
+            RIGHT_EVENT, ("import threading", "import queue"),
+            ("landed = threading.Event()", "landed = queue.Queue()"),
+            ("landed.set()", "pass"), _KEEP,
+            (_IN_A_WORKER, "    landed.put(True)                 # not the stream's news\n"
+                           "    await asyncio.to_thread(landed.get, timeout=20)\n")),
+        "check_part2", "reads h_out"),
+
+    "an Event a worker thread sets at once, polled with is_set": (
+        "checksum_when_done", _change(
+            RIGHT_EVENT, ("landed.set()", "pass"), _KEEP, (_IN_A_WORKER, """\
+    threading.Thread(target=landed.set).start()   # set by a thread that waits for nothing
+    while not landed.is_set():
+        await asyncio.sleep(0.001)
+""")), "check_part2", "reads h_out"),
+
+    "a worker's future that waits for nothing, awaited once done": (
+        "checksum_when_done", _change(
+            RIGHT_EVENT, ("import threading\n", "import concurrent.futures\nimport threading\n"),
+            _KEEP, (_IN_A_WORKER, """\
+    pool = concurrent.futures.ThreadPoolExecutor(1)
+    done = pool.submit(landed.is_set)   # looks once and returns: waits for nothing
+    while not done.done():
+        await asyncio.sleep(0.001)
+    await asyncio.wrap_future(done)
+    pool.shutdown()
+""")), "check_part2", "reads h_out"),
+
     "a lambda that closes over the loop variable": ("post_process_in_order", '''
 def post_process_in_order(d_chunks, h_outs, stream, results):
     for i in range(len(d_chunks)):
@@ -291,42 +323,61 @@ async def checksum_when_done(stream, h_out):
     await asyncio.wait_for(streamlab.stream_done(stream), timeout=20)
     return float(h_out.sum(dtype=np.float64))
 ''', "check_part2"),
-}
 
-
-# Found by an attack on this lab and not mended yet (tests/test_lab_answers_later.py keeps
-# them as strict expected failures): right answers the race check calls a race, because
-# streamlab draws a hand-over only for threading.Event.wait and call_soon_threadsafe; and
-# wrong ones that sleep "long enough", which a run-by-run race check cannot tell from a
-# wait (the work ended before the read in this run). name -> (right or wrong, target,
-# code, why[, "gpu": a hole on a GPU only])
-KNOWN_HOLES = {
-    # the kept right answer "a threading.Event, waited for in a worker thread" was called a
-    # race once in CI's serial autograde (a class of lab 05): when the worker's future is
-    # done before asyncio chains it, the chaining callback runs on the loop's own thread
-    # and hands nothing over from the worker; this answer makes that order certain
-    "a worker's future, already done when it is awaited": ("right", "checksum_when_done",
-        _change(RIGHT_EVENT, ("import threading\n", "import concurrent.futures\nimport threading\n"),
-                _KEEP, (_IN_A_WORKER, """\
+    # the three below were known holes (right answers called a race) until streamlab drew
+    # these hand-overs: a concurrent.futures.Future found done, Event.is_set, a queue.Queue.
+    # The first was called a race once in CI's serial autograde (a class of lab 05): when
+    # the worker's future is done before asyncio chains it, the chaining callback runs on
+    # the loop's own thread; this answer makes that order certain
+    "a worker's future, already done when it is awaited": ("checksum_when_done", _change(
+        RIGHT_EVENT, ("import threading\n", "import concurrent.futures\nimport threading\n"),
+        _KEEP, (_IN_A_WORKER, """\
     pool = concurrent.futures.ThreadPoolExecutor(1)
     done = pool.submit(landed.wait, 20)
     while not done.done():
         await asyncio.sleep(0.001)
     await asyncio.wrap_future(done)  # done already: chained on the loop's own thread
     pool.shutdown()
-""")),
-        "the worker's wait follows the host function and the coroutine reads after it; "
-        "streamlab draws no hand-over from a concurrent.futures.Future that the loop "
-        "finds done (mended on the simulator, where the short GPU work made it happen; "
-        "the GPU's real path waits for a run of every notebook)", "gpu"),
-    "polls a threading.Event's flag with asyncio.sleep": ("right", "checksum_when_done",
-        _change(RIGHT_EVENT, _KEEP, (_IN_A_WORKER, """\
+""")), "check_part2"),
+
+    "polls a threading.Event's flag with asyncio.sleep": ("checksum_when_done", _change(
+        RIGHT_EVENT, _KEEP, (_IN_A_WORKER, """\
     while not landed.is_set():       # thread-safe; the loop sleeps between looks
         await asyncio.sleep(0.001)
+""")), "check_part2"),
+
+    "hands the news over through a queue.Queue, read in a worker thread": (
+        "checksum_when_done", _change(
+            RIGHT_EVENT, ("import threading", "import queue"),
+            ("landed = threading.Event()", "landed = queue.Queue()"),
+            ("landed.set()", "landed.put(True)"), _KEEP,
+            (_IN_A_WORKER, "    await asyncio.to_thread(landed.get, timeout=20)\n")),
+        "check_part2"),
+
+    "hands the news over through a LIFO queue, polled with get_nowait": (
+        "checksum_when_done", _change(
+            RIGHT_EVENT, ("import threading", "import queue"),
+            ("landed = threading.Event()", "landed = queue.LifoQueue()"),
+            ("landed.set()", "landed.put(True)"), _KEEP,
+            (_IN_A_WORKER, """\
+    while True:
+        try:
+            landed.get_nowait()
+            break
+        except queue.Empty:
+            await asyncio.sleep(0.001)
 """)),
-        "Right: the host function sets a thread-safe flag after the copy and the coroutine "
-        "polls it without blocking, but streamlab draws the hand-over edge only for "
-        "Event.wait(), not is_set(), so the read is reported as a race."),
+        "check_part2"),
+}
+
+
+# Found by an attack on this lab and not mended yet (tests/test_lab_answers_later.py keeps
+# them as strict expected failures): right answers the race check calls a race, because
+# nothing in them is a hand-over streamlab can draw (a list polled under the GIL); and
+# wrong ones that sleep "long enough", which a run-by-run race check cannot tell from a
+# wait (the work ended before the read in this run). name -> (right or wrong, target,
+# code, why[, "gpu": a hole on a GPU only])
+KNOWN_HOLES = {
     'polls a list the host function appends to': ('right', "checksum_when_done", '''
 async def checksum_when_done(stream, h_out):
     landed = []
@@ -342,16 +393,6 @@ async def checksum_when_done(stream, h_out):
     return float(h_out.sum(dtype=np.float64))
 ''',
         'Right in CPython (the GIL orders the append before the read) and never blocks the loop, but no hand-over is recorded, so the check calls the read a race.'),
-    "hands the news over through a queue.Queue, read in a worker thread": (
-        "right", "checksum_when_done", _change(
-            RIGHT_EVENT, ("import threading", "import queue"),
-            ("landed = threading.Event()", "landed = queue.Queue()"),
-            ("landed.set()", "landed.put(True)"), _KEEP,
-            (_IN_A_WORKER, "    await asyncio.to_thread(landed.get, timeout=20)\n")),
-        "Kept RIGHT 'a threading.Event, waited for in a worker thread' with the standard "
-        "thread-safe queue instead: Queue.put/get is not one of the hand-overs streamlab "
-        "draws, and the worker's call_soon_threadsafe hands over nothing, so it is called a "
-        "race."),
     "sleeps past the GPU work instead of awaiting the future it made": (
         "wrong", "checksum_when_done", _change(
             RIGHT_PART2, _KEEP_RESOLVE,
