@@ -99,10 +99,10 @@ async def checksum_when_done(stream, h_out):
                            "    await asyncio.to_thread(landed.get, timeout=20)\n")),
         "check_part2", "reads h_out"),
 
-    "an Event a worker thread sets at once, polled with is_set": (
+    "an Event the coroutine sets itself, polled with is_set": (
         "checksum_when_done", _change(
             RIGHT_EVENT, ("landed.set()", "pass"), _KEEP, (_IN_A_WORKER, """\
-    threading.Thread(target=landed.set).start()   # set by a thread that waits for nothing
+    landed.set()                     # set by the coroutine: not the stream's news
     while not landed.is_set():
         await asyncio.sleep(0.001)
 """)), "check_part2", "reads h_out"),
@@ -112,7 +112,7 @@ async def checksum_when_done(stream, h_out):
             RIGHT_EVENT, ("import threading\n", "import concurrent.futures\nimport threading\n"),
             _KEEP, (_IN_A_WORKER, """\
     pool = concurrent.futures.ThreadPoolExecutor(1)
-    done = pool.submit(landed.is_set)   # looks once and returns: waits for nothing
+    done = pool.submit(lambda: None)    # waits for nothing
     while not done.done():
         await asyncio.sleep(0.001)
     await asyncio.wrap_future(done)
@@ -193,6 +193,12 @@ async def checksum_when_done(stream, h_out):
 # loop's longest pause while the coroutine runs must stay under a quarter of the GPU work.
 _IMPORT_TIME = (("async def checksum_when_done", "import time\n\nasync def checksum_when_done"),)
 WRONG_ON_GPU = {
+    "busy-polls a threading.Event's flag on the loop's own thread": ("checksum_when_done",
+        _change(RIGHT_EVENT, _KEEP, (_IN_A_WORKER, """\
+    while not landed.is_set():
+        pass                          # a host wait in disguise: the loop gets no turn
+""")), "check_part2", "gave no other task a turn"),
+
     "polls the event on the host for most of the work, then awaits the rest": (
         "checksum_when_done", _change(RIGHT_PART2, *_IMPORT_TIME, ("    await done\n", """\
     landed = cuda.event()
@@ -378,6 +384,47 @@ async def checksum_when_done(stream, h_out):
 # wait (the work ended before the read in this run). name -> (right or wrong, target,
 # code, why[, "gpu": a hole on a GPU only])
 KNOWN_HOLES = {
+    # found by a review of the hand-overs drawn for Event.is_set, queue.Queue and
+    # concurrent.futures.Future (2026-11-26): an is_set() or a get_nowait() that finds the
+    # news counts as a hand-over whether or not the answer waited for it; and two right
+    # answers use a hand-over streamlab does not draw
+    "sleeps, then calls Event.is_set() and ignores what it says": ("wrong",
+        "checksum_when_done", _change(RIGHT_EVENT, _KEEP, (_IN_A_WORKER, """\
+    await asyncio.sleep(0.5)         # "long enough"
+    landed.is_set()                  # its answer never used
+""")),
+        "A fixed sleep is luck, but an is_set() that found the flag set is drawn as a "
+        "hand-over, used or not, so the race check sees the read ordered after the stream."),
+    "sleeps, then calls get_nowait() on a queue and ignores what it finds": ("wrong",
+        "checksum_when_done", _change(
+            RIGHT_EVENT, ("import threading", "import queue"),
+            ("landed = threading.Event()", "landed = queue.Queue()"),
+            ("landed.set()", "landed.put(True)"), _KEEP, (_IN_A_WORKER, """\
+    await asyncio.sleep(0.5)         # "long enough"
+    try:
+        landed.get_nowait()          # what it finds is never used
+    except queue.Empty:
+        pass
+""")),
+        "As above, with a queue: a get that found the put is drawn as a hand-over."),
+    "waits on a concurrent.futures.Future's result in a worker thread": ("right",
+        "checksum_when_done", _change(
+            RIGHT_EVENT, ("import threading", "import concurrent.futures"),
+            ("landed = threading.Event()", "landed = concurrent.futures.Future()"),
+            ("landed.set()", "landed.set_result(None)"), _KEEP,
+            (_IN_A_WORKER, "    await asyncio.to_thread(landed.result, 20)\n")),
+        "Right: result() returns once the host function has set it, but streamlab draws a "
+        "hand-over from a Future only to a done callback, not to result(), so the read is "
+        "called a race."),
+    "polls a queue's empty() with asyncio.sleep": ("right", "checksum_when_done", _change(
+            RIGHT_EVENT, ("import threading", "import queue"),
+            ("landed = threading.Event()", "landed = queue.Queue()"),
+            ("landed.set()", "landed.put(True)"), _KEEP, (_IN_A_WORKER, """\
+    while landed.empty():            # thread-safe; the loop sleeps between looks
+        await asyncio.sleep(0.001)
+""")),
+        "Right in CPython (empty() takes the queue's lock), but only get() is drawn as a "
+        "hand-over, so the read is called a race."),
     'polls a list the host function appends to': ('right', "checksum_when_done", '''
 async def checksum_when_done(stream, h_out):
     landed = []
