@@ -103,3 +103,137 @@ def test_find_c_function_looks_at_the_newest_young_objects_only():
     finally:
         if was:
             gc.enable()
+
+
+# --- the hand-overs drawn between threads (Event, Future, queue) ----------------------
+
+_SESSION_RACE = r'''
+import os, sys, threading, queue
+os.environ["STREAMLAB_RACE_CHECK"] = "1"
+import numpy as np
+import streamlab
+from numba import cuda
+from streamlab.watched import watch
+how = sys.argv[1]
+s = cuda.stream()
+d = cuda.to_device(np.ones(1 << 10, np.float32))
+h = watch(cuda.pinned_array(1 << 10, np.float32), "h")
+q, ev = queue.Queue(), threading.Event()
+streamlab.spin[1, 1, s](streamlab.ms_to_ns(5))
+d.copy_to_host(h, stream=s)
+
+def worker():
+    float(h.sum())                   # reads h while its copy may be in flight
+    q.put(1) if how == "queue" else ev.set()
+
+t = threading.Thread(target=worker)
+t.start()
+try:
+    if how == "queue":
+        q.get()
+    else:
+        while not ev.is_set():
+            pass
+    t.join()
+    s.synchronize()
+    print("VERDICT no race raised")
+except streamlab.RaceError:
+    print("VERDICT race raised")
+'''
+
+
+@pytest.mark.parametrize("how", ["queue", "event"])
+def test_a_race_found_in_another_thread_is_raised_after_a_hand_over(how):
+    """Under STREAMLAB_RACE_CHECK=1 a race found in a worker is raised at the main
+    thread's next operation. A hand-over received first (a queue's get, an Event's
+    is_set) used to raise it inside the library's call, where it was lost."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "STREAMLAB_QUIET": "1"}
+    r = subprocess.run([sys.executable, "-c", _SESSION_RACE, how], capture_output=True,
+                       text=True, timeout=300, env=env)
+    verdict = [line for line in r.stdout.splitlines() if line.startswith("VERDICT")]
+    assert verdict == ["VERDICT race raised"], r.stdout[-2000:] + r.stderr[-2000:]
+
+
+def _handed(setup, look):
+    """Does a read in this thread, after ``look(obj)``, follow a host write made in a worker
+    before it handed ``obj`` over? (The race check's verdict on the read.)"""
+    import threading
+
+    from streamlab.watched import watch
+
+    h = watch(cuda.pinned_array(4, np.float32), "h")   # (a pageable copy would block)
+    obj = setup()
+    with streamlab.race_check(raises=False, file=open(os.devnull, "w")) as rc:
+        s = cuda.stream()
+        d = cuda.to_device(np.ones(4, np.float32), stream=s)
+        streamlab.spin[1, 1, s](streamlab.ms_to_ns(2))
+        d.copy_to_host(h, stream=s)
+
+        def worker():
+            s.synchronize()          # the worker waits for the copy, then hands over
+            look[0](obj)
+
+        t = threading.Thread(target=worker)
+        t.start()
+        look[1](obj)
+        float(h.sum())
+        t.join()
+    return not rc.races
+
+
+import os  # noqa: E402
+
+
+@pytest.mark.parametrize("name, setup, send, receive", [
+    ("Event.is_set", lambda: __import__("threading").Event(), lambda e: e.set(),
+     lambda e: [None for _ in iter(lambda: e.is_set(), True)]),
+    ("Future.result", lambda: __import__("concurrent.futures").futures.Future(),
+     lambda f: f.set_result(1), lambda f: f.result(20)),
+    ("Future.set_result by keyword", lambda: __import__("concurrent.futures").futures.Future(),
+     lambda f: f.set_result(result=1), lambda f: f.result(20)),
+    ("Queue.get", lambda: __import__("queue").Queue(), lambda q: q.put(1),
+     lambda q: q.get(timeout=20)),
+    ("Queue.empty polled", lambda: __import__("queue").Queue(), lambda q: q.put(1),
+     lambda q: [None for _ in iter(lambda: q.empty(), False)]),
+    ("LifoQueue.get_nowait polled", lambda: __import__("queue").LifoQueue(),
+     lambda q: q.put(1), lambda q: _poll(q.get_nowait)),
+])
+def test_a_hand_over_orders_the_receiver_after_the_sender(name, setup, send, receive):
+    assert _handed(setup, (send, receive)), name
+
+
+def _poll(get):
+    import queue
+
+    while True:
+        try:
+            return get()
+        except queue.Empty:
+            pass
+
+
+def test_a_look_before_the_news_orders_nothing():
+    """A queue looked at before anything was put, or an Event set by this thread itself,
+    hands nothing over: the read still races the copy."""
+    import queue
+    import threading
+
+    assert not _handed(queue.Queue, (lambda q: None, lambda q: q.put(0) or q.get()))
+    assert not _handed(threading.Event, (lambda e: None, lambda e: e.set() or e.is_set()))
+
+
+def test_a_second_setter_that_fails_does_not_replace_the_first_ones_note():
+    import concurrent.futures
+
+    f = concurrent.futures.Future()
+    with streamlab.record_ops():
+        cuda.synchronize()           # this thread has recorded something: it hands over
+        f.set_result(1)
+        first = list(f.__dict__.get("_streamlab_after", ()))
+        with pytest.raises(concurrent.futures.InvalidStateError):
+            f.set_result(2)
+        assert f.__dict__.get("_streamlab_after") == first and first

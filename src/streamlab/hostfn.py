@@ -26,9 +26,10 @@ What streamlab adds, without standing in the way:
   and its place in it) and the function's body is known to run after that place, so the
   race check and the labs' checks see what it reads; outside a recording the driver's own
   function is called and nothing else happens;
-* a body that hands its news to another thread through ``loop.call_soon_threadsafe`` or a
-  ``threading.Event`` orders that thread's later work after the stream's (an asyncio
-  coroutine that awaits a future the host function resolves, say);
+* a body that hands its news to another thread through ``loop.call_soon_threadsafe``, a
+  ``threading.Event``, a ``concurrent.futures.Future`` or a ``queue.Queue`` orders that
+  thread's later work after the stream's (an asyncio coroutine that awaits a future the
+  host function resolves, say);
 * on the simulator, which has no driver, :mod:`streamlab.sim.bindings` stands in for the
   call, and the function runs later, on a thread of its own, in stream order
   (:class:`_SimDriver`).
@@ -50,6 +51,7 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
+import functools
 import itertools
 import sys
 import threading
@@ -59,7 +61,7 @@ from dataclasses import dataclass, field
 
 from ._device import on_simulator
 from .ops import (current_host_function, emit, emitted_while_recording, internal, observing,
-                  recording, running_host_function, timed)
+                  quietly, recording, running_host_function, timed)
 from .streams import DriverStream, handle_of
 
 
@@ -500,16 +502,28 @@ def _hand_over() -> int | None:
     if uid is not None or not recording() or not emitted_while_recording():
         return uid  # (a thread that recorded nothing, a library's, hands over nothing)
     try:
-        with internal():
+        with internal(), quietly():
             op = emit("sync", "hand over")
     except Exception:  # noqa: BLE001  (a thread half started or ending: no record, no harm)
         return None
     return op.uid if op is not None else None
 
 
+#: per thread, the hand-overs it has received lately (each is drawn once per thread)
+_seen = threading.local()
+
+
 def _received(uid: int) -> None:
+    seen = getattr(_seen, "uids", None)
+    if seen is None:
+        seen = _seen.uids = {}
+    if uid in seen:
+        return
+    seen[uid] = None
+    if len(seen) > 256:
+        del seen[next(iter(seen))]
     try:
-        with internal():
+        with internal(), quietly():
             emit("sync", "awaited", detail={"after": uid})
     except Exception:  # noqa: BLE001  (as above)
         pass
@@ -532,14 +546,20 @@ def _install_signals(patch) -> None:
       ``asyncio.to_thread`` and ``run_in_executor`` use too;
     - ``threading.Event``: ``set()``, then a ``wait()`` or an ``is_set()`` that finds it set;
     - ``concurrent.futures.Future``: finished in one thread (``set_result``,
-      ``set_exception``), found done by another (a done callback run at once, which is how
-      asyncio chains a worker's future that finished first);
-    - ``queue.Queue`` (and its ``LifoQueue`` and ``PriorityQueue``): a ``get()`` is ordered
-      after every ``put()`` made before it, as the queue's own lock orders them.
+      ``set_exception``), found done by another (``result()``, ``exception()``, or a done
+      callback run at once, which is how asyncio chains a worker's future that finished
+      first);
+    - ``queue.Queue`` (and its ``LifoQueue`` and ``PriorityQueue``): a ``get()``, or an
+      ``empty()`` that finds an item, is ordered after every ``put()`` made before it, as
+      the queue's own lock orders them.
 
-    Not drawn, and so reported as a race though CPython orders them: a plain list or
-    flag polled under the GIL, and ``queue.SimpleQueue`` (a C type, which cannot be
-    patched)."""
+    A look that finds the news counts whether or not the code then uses what it found (a
+    sleep, then an ``is_set()`` whose answer is ignored, passes: lab 05 keeps it as a known
+    hole). Not drawn, and so reported as a race though CPython orders them: a plain list
+    or flag polled under the GIL, and ``queue.SimpleQueue`` (a C type, which cannot be
+    patched). The records are made quietly (:func:`streamlab.ops.quietly`): a race they
+    complete is raised at the thread's next ordinary operation, not inside the library's
+    call."""
     import asyncio.base_events
     import concurrent.futures
     import queue
@@ -590,39 +610,57 @@ def _install_signals(patch) -> None:
     future = concurrent.futures.Future
     set_result, set_exception, add_done_callback = (
         future.set_result, future.set_exception, future.add_done_callback)
+    result, exception = future.result, future.exception
 
     def noted(method):
-        def finish(self, value):
-            uid = _hand_over() if observing() else None
+        @functools.wraps(method)
+        def finish(self, *args, **kwargs):
+            uid = _hand_over() if observing() and not self.done() else None
             if uid is not None:  # noted before the state changes, so a finder sees it
-                self.__dict__["_streamlab_after"] = [uid]
-            return method(self, value)
-        finish.__name__ = method.__name__
+                _note(self, uid)
+            return method(self, *args, **kwargs)
         return finish
 
+    @functools.wraps(add_done_callback)
     def when_done(self, fn):
-        if self.done() and self.__dict__.get("_streamlab_after") and observing():
-            (uid,), inner = self.__dict__["_streamlab_after"], fn
+        if observing() and "_streamlab_after" in self.__dict__ and self.done():
+            inner, after = fn, list(self.__dict__["_streamlab_after"])
 
             def fn(done):  # run now, in this thread: it found the future done
-                _received(uid)
+                for uid in after:
+                    _received(uid)
                 return inner(done)
         return add_done_callback(self, fn)
+
+    def looked(method):
+        @functools.wraps(method)
+        def look(self, *args, **kwargs):
+            out = method(self, *args, **kwargs)  # (returns only once the future is done)
+            if "_streamlab_after" in self.__dict__ and observing():
+                _receive_all(self)
+            return out
+        return look
 
     patch(future, "set_result", noted(set_result))
     patch(future, "set_exception", noted(set_exception))
     patch(future, "add_done_callback", when_done)
+    patch(future, "result", looked(result))
+    patch(future, "exception", looked(exception))
 
-    # A queue: each put notes a hand-over under the queue's lock; a get takes, under the
-    # same lock, the notes of every put made before it, and receives them once it returns.
+    # A queue: each put notes a hand-over (made before the queue's lock is taken, and
+    # noted under it); a get, or an empty() that finds an item, takes under the same lock
+    # the notes of every put made before it, and receives them once it returns.
     for cls in (queue.Queue, queue.LifoQueue, queue.PriorityQueue):
         patch(cls, "_put", _queue_put(cls._put))
         patch(cls, "_get", _queue_get(cls._get))
+    patch(queue.Queue, "put", _queue_send(queue.Queue.put))
     patch(queue.Queue, "get", _queue_receive(queue.Queue.get))
+    patch(queue.Queue, "empty", _queue_empty(queue.Queue.empty))
 
 
-#: a get's notes, taken under the queue's lock, until the get returns (per thread)
-_taken = threading.local()
+#: a put's hand-over, made before the queue's lock, noted under it; a get's notes, taken
+#: under the lock, received once it returns (per thread)
+_pending = threading.local()
 
 
 def _note(obj, uid: int) -> None:
@@ -631,9 +669,21 @@ def _note(obj, uid: int) -> None:
     del after[:-64]  # set or put again and again: its latest hand-overs
 
 
+def _queue_send(put):
+    @functools.wraps(put)
+    def send(self, *args, **kwargs):
+        _pending.put_uid = _hand_over() if observing() else None
+        try:
+            return put(self, *args, **kwargs)
+        finally:
+            _pending.put_uid = None
+    return send
+
+
 def _queue_put(put):
+    @functools.wraps(put)
     def _put(self, item):
-        uid = _hand_over() if observing() else None
+        uid = getattr(_pending, "put_uid", None)
         if uid is not None:
             _note(self, uid)
         return put(self, item)
@@ -641,24 +691,44 @@ def _queue_put(put):
 
 
 def _queue_get(get):
+    @functools.wraps(get)
     def _get(self):
-        if "_streamlab_after" in self.__dict__:
-            _taken.uids = list(self.__dict__["_streamlab_after"])
+        if "_streamlab_after" in self.__dict__ and getattr(_pending, "taking", False):
+            _pending.uids = list(self.__dict__["_streamlab_after"])
         return get(self)
     return _get
 
 
+def _receive_taken() -> None:
+    uids, _pending.uids = getattr(_pending, "uids", None), None
+    for uid in dict.fromkeys(uids or ()):
+        _received(uid)
+
+
 def _queue_receive(get):
+    @functools.wraps(get)
     def receive(self, *args, **kwargs):
-        _taken.uids = None
-        item = get(self, *args, **kwargs)
-        uids, _taken.uids = _taken.uids, None
-        if uids and observing():
-            for uid in dict.fromkeys(uids):
-                _received(uid)
+        _pending.uids, _pending.taking = None, observing()
+        try:
+            item = get(self, *args, **kwargs)
+        finally:
+            _pending.taking = False
+        _receive_taken()
         return item
-    receive.__name__ = "get"
     return receive
+
+
+def _queue_empty(empty):
+    @functools.wraps(empty)
+    def looks_empty(self):
+        if not (observing() and "_streamlab_after" in self.__dict__):
+            return empty(self)
+        with self.mutex:  # (as Queue.empty does, taking the notes under the same lock)
+            out = not self._qsize()
+            _pending.uids = None if out else list(self.__dict__["_streamlab_after"])
+        _receive_taken()
+        return out
+    return looks_empty
 
 
 class StreamDone:

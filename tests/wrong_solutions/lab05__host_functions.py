@@ -360,6 +360,23 @@ async def checksum_when_done(stream, h_out):
             (_IN_A_WORKER, "    await asyncio.to_thread(landed.get, timeout=20)\n")),
         "check_part2"),
 
+    # two more, once known holes: a Future's result() and a queue's empty() are drawn too
+    "waits on a concurrent.futures.Future's result in a worker thread": (
+        "checksum_when_done", _change(
+            RIGHT_EVENT, ("import threading", "import concurrent.futures"),
+            ("landed = threading.Event()", "landed = concurrent.futures.Future()"),
+            ("landed.set()", "landed.set_result(None)"), _KEEP,
+            (_IN_A_WORKER, "    await asyncio.to_thread(landed.result, 20)\n")),
+        "check_part2"),
+
+    "polls a queue's empty() with asyncio.sleep": ("checksum_when_done", _change(
+        RIGHT_EVENT, ("import threading", "import queue"),
+        ("landed = threading.Event()", "landed = queue.Queue()"),
+        ("landed.set()", "landed.put(True)"), _KEEP, (_IN_A_WORKER, """\
+    while landed.empty():            # thread-safe; the loop sleeps between looks
+        await asyncio.sleep(0.001)
+""")), "check_part2"),
+
     "hands the news over through a LIFO queue, polled with get_nowait": (
         "checksum_when_done", _change(
             RIGHT_EVENT, ("import threading", "import queue"),
@@ -386,8 +403,7 @@ async def checksum_when_done(stream, h_out):
 KNOWN_HOLES = {
     # found by a review of the hand-overs drawn for Event.is_set, queue.Queue and
     # concurrent.futures.Future (2026-11-26): an is_set() or a get_nowait() that finds the
-    # news counts as a hand-over whether or not the answer waited for it; and two right
-    # answers use a hand-over streamlab does not draw
+    # news counts as a hand-over whether or not the answer waited for it
     "sleeps, then calls Event.is_set() and ignores what it says": ("wrong",
         "checksum_when_done", _change(RIGHT_EVENT, _KEEP, (_IN_A_WORKER, """\
     await asyncio.sleep(0.5)         # "long enough"
@@ -407,24 +423,6 @@ KNOWN_HOLES = {
         pass
 """)),
         "As above, with a queue: a get that found the put is drawn as a hand-over."),
-    "waits on a concurrent.futures.Future's result in a worker thread": ("right",
-        "checksum_when_done", _change(
-            RIGHT_EVENT, ("import threading", "import concurrent.futures"),
-            ("landed = threading.Event()", "landed = concurrent.futures.Future()"),
-            ("landed.set()", "landed.set_result(None)"), _KEEP,
-            (_IN_A_WORKER, "    await asyncio.to_thread(landed.result, 20)\n")),
-        "Right: result() returns once the host function has set it, but streamlab draws a "
-        "hand-over from a Future only to a done callback, not to result(), so the read is "
-        "called a race."),
-    "polls a queue's empty() with asyncio.sleep": ("right", "checksum_when_done", _change(
-            RIGHT_EVENT, ("import threading", "import queue"),
-            ("landed = threading.Event()", "landed = queue.Queue()"),
-            ("landed.set()", "landed.put(True)"), _KEEP, (_IN_A_WORKER, """\
-    while landed.empty():            # thread-safe; the loop sleeps between looks
-        await asyncio.sleep(0.001)
-""")),
-        "Right in CPython (empty() takes the queue's lock), but only get() is drawn as a "
-        "hand-over, so the read is called a race."),
     'polls a list the host function appends to': ('right', "checksum_when_done", '''
 async def checksum_when_done(stream, h_out):
     landed = []
