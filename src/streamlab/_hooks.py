@@ -31,7 +31,6 @@ import threading
 import numpy as np
 
 from . import _patching
-from . import graphs as _graphs
 from . import ops
 from ._device import on_simulator
 from ._kernelinfo import ATOMIC, WRITE, access_modes, parameter_names
@@ -491,18 +490,19 @@ def _sim_copies() -> None:  # noqa: C901  (three copies, each with its capture)
 
     from ._pinned import is_pinned
     from .hostfn import sim_flush
+    from .sim import capture as _capture
 
     fake = sim_da.FakeCUDAArray
     def to_device_wrap(orig):
         def to_device(ary, stream=0, copy=True, to=None):
-            lane = None if _in_kernel() else _graphs.sim_lane(stream)
+            lane = None if _in_kernel() else _capture.sim_lane(stream)
             if lane is None and copy and not _in_kernel():
-                _graphs.sim_refuse_legacy("cuda.to_device", stream)
+                _capture.sim_refuse_legacy("cuda.to_device", stream)
             if lane is not None:  # the copy is captured; the allocation happens now
                 if to is not None:
                     lane.copy("h2d", to, ary)
                     return None
-                _graphs.sim_refuse_allocation("cuda.to_device (it allocates)")
+                _capture.sim_refuse_allocation("cuda.to_device (it allocates)")
                 out = orig(ary, stream=0, copy=False)
                 out.stream = stream
                 if copy:
@@ -524,9 +524,9 @@ def _sim_copies() -> None:  # noqa: C901  (three copies, each with its capture)
 
     def copy_to_host(orig):
         def copy_to_host(self, ary=None, stream=0):
-            lane = None if _in_kernel() else _graphs.sim_lane(stream or self.stream)
+            lane = None if _in_kernel() else _capture.sim_lane(stream or self.stream)
             if lane is None and not _in_kernel():
-                _graphs.sim_refuse_legacy("copy_to_host", stream or self.stream)
+                _capture.sim_refuse_legacy("copy_to_host", stream or self.stream)
             if lane is not None:  # captured into a graph: it runs at each replay
                 if ary is None:
                     ary = np.empty(self.shape, self.dtype)  # pageable: accepted, as on a GPU (filled at each replay)
@@ -545,9 +545,9 @@ def _sim_copies() -> None:  # noqa: C901  (three copies, each with its capture)
 
     def copy_to_device(orig):
         def copy_to_device(self, ary, stream=0):
-            lane = None if _in_kernel() else _graphs.sim_lane(stream or self.stream)
+            lane = None if _in_kernel() else _capture.sim_lane(stream or self.stream)
             if lane is None and not _in_kernel():
-                _graphs.sim_refuse_legacy("copy_to_device", stream or self.stream)
+                _capture.sim_refuse_legacy("copy_to_device", stream or self.stream)
             if lane is not None:  # captured into a graph: it runs at each replay
                 lane.copy("d2d" if isinstance(ary, fake) else "h2d", self, ary)
                 return None
@@ -611,6 +611,7 @@ def _sim_launches() -> None:
 
     from ._pinned import SimMappedArray
     from .hostfn import sim_flush
+    from .sim import capture as _capture
 
     fake = sim_da.FakeCUDAArray
 
@@ -618,10 +619,10 @@ def _sim_launches() -> None:
         def __call__(self, *args):
             if self._device:
                 return orig(self, *args)
-            lane = _graphs.sim_lane(getattr(self, "_streamlab_stream", 0))
+            lane = _capture.sim_lane(getattr(self, "_streamlab_stream", 0))
             if lane is not None:  # captured into a graph: it runs at each replay
                 return lane.kernel(self, args)
-            _graphs.sim_refuse_legacy(f"a launch of {self.fn.__name__}",
+            _capture.sim_refuse_legacy(f"a launch of {self.fn.__name__}",
                                       getattr(self, "_streamlab_stream", 0))
             sim_flush(getattr(self, "_streamlab_stream", 0))
             # mapped host memory: the kernel writes the host array itself, as on a GPU

@@ -42,7 +42,7 @@ import time
 
 import numpy as np
 
-from . import graphs
+from .sim import capture
 from ._pinned import SimMappedArray, SimPinnedArray, _pinned_ids, allocated, is_pinned  # noqa: F401
 from ._patching import patch, patch_everywhere
 from .ops import emit, timed
@@ -125,7 +125,7 @@ def _stream_and_event_classes():
 
         @timed
         def synchronize(self):
-            graphs.sim_refuse_sync("stream.synchronize()")
+            capture.sim_refuse_sync("stream.synchronize()")
             sim_flush(self)
             emit("sync", "stream", self)
 
@@ -144,8 +144,8 @@ def _stream_and_event_classes():
 
         @timed
         def record(self, stream=0):
-            if graphs.sim_event_record(self, stream):
-                return  # a point in a graph being captured (see streamlab.graphs)
+            if capture.sim_event_record(self, stream):
+                return  # a point in a graph being captured (see streamlab.sim.capture)
             sim_flush(stream)  # queued host functions come before the event
             self._t_ns = time.perf_counter_ns()
             op = emit("record", "event", stream, event=self)
@@ -153,20 +153,20 @@ def _stream_and_event_classes():
 
         @timed
         def wait(self, stream=0):
-            if graphs.sim_event_wait(self, stream):
-                return  # the stream joins a graph's capture (see streamlab.graphs)
+            if capture.sim_event_wait(self, stream):
+                return  # the stream joins a graph's capture (see streamlab.sim.capture)
             sim_flush(stream)
             emit("wait", "event", stream, event=self)
 
         @timed
         def synchronize(self):
-            graphs.sim_refuse_event(self, "event.synchronize()")
+            capture.sim_refuse_event(self, "event.synchronize()")
             sim_flush()
             emit("sync", "event", event=self)
 
         @timed
         def query(self):
-            graphs.sim_refuse_event(self, "event.query()")
+            capture.sim_refuse_event(self, "event.query()")
             sim_flush()
             model = simulator_model()
             done = True if model is None or self._uid is None else model.done(self._uid)
@@ -249,7 +249,7 @@ def _stream_and_event_calls(SimStream, SimEvent) -> dict:  # noqa: N803  (classe
 
     @timed
     def synchronize():
-        graphs.sim_refuse_sync("cuda.synchronize()")
+        capture.sim_refuse_sync("cuda.synchronize()")
         sim_flush()
         emit("sync", "device", detail={"device": 0})
 
@@ -268,7 +268,7 @@ def _stream_and_event_calls(SimStream, SimEvent) -> dict:  # noqa: N803  (classe
 
 def _memory_calls() -> dict:
     """cuda.pinned (any number of arrays), pinned_array(_like) and mapped_array; and
-    device_array(_like), refused inside a strict graph capture (see streamlab.graphs)."""
+    device_array(_like), refused inside a strict graph capture (see streamlab.sim.capture)."""
     from numba.cuda.simulator.cudadrv import devicearray as sim_da
 
     @contextlib.contextmanager
@@ -303,13 +303,13 @@ def _memory_calls() -> dict:
     # print a RuntimeWarning when garbage happens to be NaN or inf (at random, from run
     # to run). A kernel that reads memory nobody wrote still reads wrong values: zeros.
     def device_array(*args, **kwargs):
-        graphs.sim_refuse_allocation("cuda.device_array")
+        capture.sim_refuse_allocation("cuda.device_array")
         out = sim_da.device_array(*args, **kwargs)
         out._ary.fill(0)
         return out
 
     def device_array_like(ary, stream=0):
-        graphs.sim_refuse_allocation("cuda.device_array_like")
+        capture.sim_refuse_allocation("cuda.device_array_like")
         out = sim_da.device_array_like(ary, stream=stream)
         out._ary.fill(0)
         return out

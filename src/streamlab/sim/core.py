@@ -40,7 +40,7 @@ import os
 import sys
 from dataclasses import dataclass, replace
 
-from ..graphs import SimCoreStream, SimGraphBuilder
+from .capture import SimCoreStream, SimGraphBuilder
 
 _handles = itertools.count(0x7000)
 
@@ -213,7 +213,7 @@ class Device:
 
 class Stream(SimCoreStream):
     """cuda.core's Stream, on the simulator: a numba simulator stream underneath (what
-    ``graph.launch`` takes, as :class:`streamlab.graphs.SimCoreStream`)."""
+    ``graph.launch`` takes, as :class:`streamlab.sim.capture.SimCoreStream`)."""
 
     def __init__(self, *args, **kwargs):
         raise RuntimeError("Stream objects cannot be instantiated directly. Please use "

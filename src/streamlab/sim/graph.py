@@ -1,5 +1,5 @@
 """A stand-in for ``cuda.core.graph`` on Numba's CUDA simulator: ``GraphBuilder`` and
-``Graph`` are the simulator's (:mod:`streamlab.graphs`), so the learner's line
+``Graph`` are the simulator's (:mod:`streamlab.sim.capture`), so the learner's line
 ``from cuda.core.graph import GraphBuilder`` and its ``GraphBuilder.join(*branches)`` work
 there as on a GPU. ``import streamlab`` puts it in ``sys.modules["cuda.core.graph"]``
 beside :mod:`streamlab.sim.core` (undone by ``streamlab.uninstall()``). Any other name is
@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import sys
 
-from ..graphs import SimGraph as Graph
-from ..graphs import SimGraphBuilder as GraphBuilder
+from .capture import SimGraph as Graph
+from .capture import SimGraphBuilder as GraphBuilder
 
 __all__ = ["Graph", "GraphBuilder"]
 
