@@ -38,8 +38,9 @@ AWAIT_NS = streamlab.ms_to_ns(streamlab.pick(gpu=100, sim=1))
 # The longest the event loop may go without giving the other task a turn, as a share of
 # AWAIT_NS. Right answers' longest pauses were 1.4 to 3.2 ms on an H100's host (eight
 # answers, in several runs, 2026-11-26); a wrong one that waits on the host for most of
-# the GPU work and awaits only its end pauses for most of the 100 ms. (Counting turns, as this check did
-# before, needing 5 of them, passed a loop that stood still for 90 ms and was free for 10.)
+# the GPU work and awaits only its end pauses for most of the 100 ms. (Counting turns, as
+# this check did before, needing 5 of them, passed a loop that stood still for 90 ms and
+# was free for 10.)
 LONGEST_PAUSE = 0.25
 # The least share of the coroutine's time the event loop must be free for, judged by the
 # other task's turns against how often it takes one with the loop to itself (measured in
