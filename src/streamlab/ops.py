@@ -540,6 +540,19 @@ def current_host_function() -> int | None:
     return getattr(_tls, "hostfn", None)
 
 
+@contextlib.contextmanager
+def replaying_graph(graph_id: int):
+    """The operations issued inside are the nodes of the graph ``graph_id``, replayed by
+    one launch (their records say so in ``detail["graph_node"]``: the model GPU charges
+    them no host cost of their own)."""
+    before = getattr(_tls, "graph", None)
+    _tls.graph = graph_id
+    try:
+        yield
+    finally:
+        _tls.graph = before
+
+
 def host_function_began() -> float | None:
     """When (``time.perf_counter()``) the body of :func:`current_host_function` began."""
     return getattr(_tls, "hostfn_began", None) if current_host_function() is not None \

@@ -29,9 +29,8 @@ from .ops import OpLog
 
 
 def _in_host_function() -> bool:
-    # set by streamlab.hostfn while a host function that a stream launched runs (the
-    # recorder's own thread state, read here, never written)
-    return getattr(_ops._tls, "hostfn", None) is not None
+    # set by streamlab.hostfn while a host function that a stream launched runs
+    return _ops.current_host_function() is not None
 
 
 def pinned_copies_only(ops: OpLog, label: str) -> None:

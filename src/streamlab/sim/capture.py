@@ -576,13 +576,8 @@ def _launch_sim_graph(graph: SimGraph, stream) -> None:
         ops.emit("graph", "launch", stream, detail={"graph": graph._id,
                                                     "nodes": len(graph._capture.nodes)})
         graph.launches += 1
-        before = getattr(ops._tls, "graph", None)
-        ops._tls.graph = graph._id  # the nodes' ops say so: the model charges no host cost
-        try:
-            with ops.internal():
-                _replay(graph, stream, cuda)
-        finally:
-            ops._tls.graph = before
+        with ops.replaying_graph(graph._id), ops.internal():
+            _replay(graph, stream, cuda)
 
     launch()
 
