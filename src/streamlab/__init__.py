@@ -55,7 +55,7 @@ from .graphs import (GraphError, GraphShape, core_stream, end_capture, graph_bui
 from .hostfn import HostCall, HostFuncError, launch_host_func, stream_done  # noqa: E402
 from .ops import Op, OpLog, Region, StreamRef, host_access, is_pinned, record_ops  # noqa: E402
 from .order import Race, RaceError, find_races, race_check  # noqa: E402
-from .kinds import COLOURS, KINDS  # noqa: E402
+from .plot import COLOURS, KINDS  # noqa: E402
 from . import model  # noqa: E402
 from .model import kernel_cost, now, predict, size  # noqa: E402
 from .plot import compare, plot  # noqa: E402

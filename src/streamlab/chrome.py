@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .combine import as_trace
+from .plot import as_trace
 
 
 def to_chrome_trace(trace, path=None) -> dict:

@@ -34,7 +34,7 @@ What a record holds (:class:`Op`): the kind (launch, copy, memset, record, wait,
 query, hostfn, host, graph: a graph's launch), the stream (:class:`StreamRef`), the event object itself (kept
 alive by the record, so that a freed event's reused ``id()`` cannot confuse two events),
 the memory read and written (:class:`Region`, from the arrays; which kernel arguments a
-kernel writes is read from the kernel's own code, see :mod:`streamlab._kernelinfo`),
+kernel writes is read from the kernel's own code, see :func:`streamlab._hooks.access_modes`),
 whether the host waited for the operation before the call returned (``blocking``), the
 line of code that issued it, and whether streamlab itself issued it (``internal``: a
 Timeline's events and synchronizes, which checks of the learner's calls leave out).

@@ -1,4 +1,8 @@
-"""Draw a trace as a Gantt chart: one row per stream or host thread.
+"""What a timeline looks like: the kinds of span it draws, each with one colour everywhere
+in the course (:data:`KINDS`, :data:`COLOURS`); one trace from what ``plot`` and
+``to_chrome_trace`` accept (:func:`as_trace`: a Trace, a Timeline, or a list of them,
+drawn one above the other); and the drawing, a Gantt chart with one row per stream or
+host thread.
 
 >>> import matplotlib; matplotlib.use("Agg")
 >>> from streamlab import Span, Trace, plot
@@ -7,12 +11,95 @@
 >>> ax = plot(t)
 >>> ax.get_title()
 'demo: makespan 3.000 ms'
+>>> from streamlab.plot import check_kind
+>>> check_kind("kernel")
+'kernel'
+
+:func:`as_trace` works on any object with a trace's fields (``spans``, ``rows``,
+``device``, ...), so that this module need not import the one that defines traces.
 """
 
 from __future__ import annotations
 
-from .combine import as_trace
-from .kinds import COLOURS, KINDS
+from dataclasses import replace
+
+# --- the kinds of span ---------------------------------------------------------------
+KINDS = {
+    "h2d": "host-to-device copy",
+    "kernel": "kernel",
+    "d2h": "device-to-host copy",
+    "hostfn": "host function (run by a stream)",
+    "host": "host work",
+    "wait": "wait",
+    "other": "other GPU work",
+}
+HOST_KINDS = ("host", "hostfn")  # kinds a span on a host thread's row may have
+
+# A fixed colour per kind (matplotlib's tab10), so every plot in the course reads alike.
+COLOURS = {
+    "h2d": "#1f77b4",  # blue
+    "kernel": "#2ca02c",  # green
+    "d2h": "#ff7f0e",  # orange
+    "hostfn": "#9467bd",  # purple
+    "host": "#7f7f7f",  # grey
+    "wait": "#d62728",  # red
+    "other": "#8c564b",  # brown
+}
+
+
+def check_kind(kind: str) -> str:
+    """``kind`` if it is one of :data:`KINDS`; a ValueError that lists them if not."""
+    if kind not in KINDS:
+        choices = ", ".join(repr(k) for k in KINDS)
+        raise ValueError(f"unknown span kind {kind!r}: use one of {choices}")
+    return kind
+
+
+# --- one trace from a Trace, a Timeline or a list of them -------------------------
+def _is_trace(obj) -> bool:
+    return hasattr(obj, "spans") and hasattr(obj, "rows")
+
+
+def as_trace(obj, what: str = "plot"):
+    """``obj`` (a Trace, a Timeline, or a list or tuple of them) as one trace."""
+    if isinstance(obj, (str, bytes)) or hasattr(obj, "__fspath__"):
+        raise TypeError(f"{what} takes a Trace or a Timeline (or a list of them), not the "
+                        f"path {obj!r}: to write a file, pass the path as the second argument")
+    items = list(obj) if isinstance(obj, (list, tuple)) else [obj]
+    if not items:
+        raise ValueError(f"nothing to {what}: an empty list")
+    traces = []
+    for item in items:
+        if hasattr(item, "trace") and not _is_trace(item):
+            item = item.trace()
+        if not _is_trace(item):
+            raise TypeError(f"{what} takes a Trace or a Timeline (or a list of them), "
+                            f"got {item!r}")
+        traces.append(item)
+    return traces[0] if len(traces) == 1 else _merge(traces)
+
+
+def _merge(traces):
+    """Several traces on one axis (aligned on the host clock), each row prefixed by its
+    GPU, or by its timeline's number when they measured the same device."""
+    base = min(t.host_origin_s for t in traces)
+    ids = [t.device_id for t in traces]
+    distinct = len(set(ids)) == len(ids)
+    rows, spans = [], []
+    for i, t in enumerate(traces, 1):
+        shift = (t.host_origin_s - base) * 1000.0
+        prefix = f"GPU {t.device_id}: " if distinct else f"timeline {i}: "
+        rows += [replace(r, label=prefix + r.label) for r in t.rows]
+        spans += [replace(s, row=prefix + s.row, start_ms=s.start_ms + shift,
+                          end_ms=s.end_ms + shift) for s in t.spans]
+    names = sorted({t.device for t in traces})
+    return replace(traces[0], spans=tuple(spans), rows=tuple(rows),
+                   device=" + ".join(names), simulated=any(t.simulated for t in traces),
+                   host_origin_s=base,
+                   model=" + ".join(sorted({t.model for t in traces if t.model})))
+
+
+# --- the drawing ---------------------------------------------------------------------
 SIM_MARK = "simulator: sequential, not GPU timing"
 MIN_BAR = 0.0025  # the shortest bar drawn, as a fraction of the time axis
 

@@ -52,7 +52,7 @@ from ._device import device_name, on_simulator
 from .model import simulator_model, timeline_made
 from .ops import internal, observing
 from .streams import canonical_handle, stream_info, stream_key
-from .kinds import HOST_KINDS, KINDS, check_kind
+from .plot import HOST_KINDS, KINDS, check_kind
 from .trace import Row, Span, Trace
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numbers
 from dataclasses import dataclass, field
 
-from .kinds import HOST_KINDS, KINDS, check_kind  # noqa: F401  (re-exported)
+from .plot import HOST_KINDS, KINDS, check_kind  # noqa: F401  (re-exported)
 
 
 @dataclass(frozen=True)
