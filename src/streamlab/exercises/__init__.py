@@ -27,7 +27,7 @@ from numba import cuda
 import streamlab
 
 from .. import check
-from ..labs import part
+from ..rules import part
 from ..ops import StreamRef
 
 __all__ = ["exercise", "THREADS", "N", "BUSY_NS", "blocks_for", "add_one", "fill", "fresh",

@@ -10,7 +10,7 @@ from numba import cuda
 import streamlab
 
 from .. import check
-from ..labs import no_races, none_ordered
+from ..rules import no_races, none_ordered
 from ..ops import StreamRef, record_ops
 from ..order import analyze
 from . import THREADS, add_one, blocks_for, exercise, fresh

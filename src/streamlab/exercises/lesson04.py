@@ -9,7 +9,7 @@ from numba import cuda
 import streamlab
 
 from .. import check
-from ..labs import no_races
+from ..rules import no_races
 from ..ops import internal, is_pinned, record_ops
 from ..order import analyze
 from . import BUSY_NS, N, THREADS, blocks_for, exercise, fill, fresh, once_in

@@ -11,7 +11,7 @@ from numba import cuda
 import streamlab
 
 from .. import check, rules
-from ..labs import no_races
+from ..rules import no_races
 from ..ops import StreamRef, internal, record_ops
 from ..order import analyze
 from ..watched import watch

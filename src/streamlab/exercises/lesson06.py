@@ -8,7 +8,7 @@ from numba import cuda
 import streamlab
 
 from .. import check
-from ..labs import no_races
+from ..rules import no_races
 from ..ops import StreamRef, internal, record_ops
 from ..order import analyze
 from . import BUSY_NS, events_read, exercise, once_in

@@ -12,7 +12,7 @@ from numba import cuda
 import streamlab
 
 from .. import check
-from ..labs import no_races
+from ..rules import no_races
 from ..memory import SimBuffer, allocations_seen, memory_resource
 from ..ops import StreamRef, internal, record_ops
 from ..order import analyze
