@@ -37,8 +37,12 @@ def _holes():
     holes = __import__("wrong_solutions.lab05__host_functions",
                        fromlist=["KNOWN_HOLES"]).KNOWN_HOLES
     for name, (kind, target, code, _why, *where) in holes.items():
-        mended_here = where == ["gpu"] and streamlab.on_simulator()
-        yield pytest.param(kind, target, code, id=name, marks=() if mended_here else _HOLE)
+        if where == ["gpu"] and streamlab.on_simulator():
+            marks = pytest.mark.skip(reason="a hole only a GPU can show: the simulator does "
+                                            "not time the event loop")
+        else:
+            marks = _HOLE
+        yield pytest.param(kind, target, code, id=name, marks=marks)
 
 
 @pytest.mark.parametrize("kind, target, code", list(_holes()))
@@ -56,3 +60,65 @@ def test_lab05_holes_an_attack_found(kind, target, code):
     else:
         if verdict is None:
             raise KnownHole("the check passed a wrong answer")
+
+
+# The simulator does not time lab 05's event loop (its GPU work is a model's); these run
+# the check in a process of their own with the timing forced on, so that CI sees what a GPU
+# would judge. The awaited work is then 1 ms, and a pause of a quarter of it is refused.
+_TIMED = r"""
+import sys
+sys.path.insert(0, "tests")
+from labtools import cells_of
+from test_lab_answers import run_in_process
+import streamlab
+answers = cells_of("lab05__host_functions", "solution")
+answers["checksum_when_done"] = sys.stdin.read()
+streamlab.on_simulator = lambda: False   # lab05 asks streamlab.on_simulator() to time
+print("VERDICT", run_in_process("lab05__host_functions", answers,
+                                "checksum_when_done")["check_part2"])
+"""
+
+
+def _timed_on_the_simulator(code: str) -> str:
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = {**os.environ, "STREAMLAB_DEVICE": "sim", "STREAMLAB_QUIET": "1"}
+    env.pop("STREAMLAB_RACE_CHECK", None)
+    r = subprocess.run([sys.executable, "-c", _TIMED], input=code, capture_output=True,
+                       text=True, timeout=300, env=env, cwd=Path(__file__).parent.parent)
+    lines = [ln for ln in r.stdout.splitlines() if ln.startswith("VERDICT ")]
+    assert lines, r.stdout[-2000:] + r.stderr[-2000:]
+    return lines[-1][len("VERDICT "):]
+
+
+def _kept_hole(name: str, sleep_s: float) -> str:
+    holes = __import__("wrong_solutions.lab05__host_functions",
+                       fromlist=["KNOWN_HOLES"]).KNOWN_HOLES
+    code = holes[name][2]
+    assert "time.sleep(0.09)" in code
+    return code.replace("time.sleep(0.09)", f"time.sleep({sleep_s})")
+
+
+_REWRITES = "blocks the loop, then rewrites the check's record of the other task's turns"
+
+
+def test_with_the_timing_forced_on_the_simulator_refuses_a_host_wait():
+    """The same host wait as the cheat below, with nothing rewritten, is refused: so the
+    forced timing judges, and the cheat's pass is the rewrite's doing."""
+    code = _kept_hole(_REWRITES, 0.02)
+    plain = code[:code.index("    turns = None")] + "    time.sleep(0.02)\n    await done\n" + \
+        code[code.index("    return float(h_out"):]
+    assert "gave no other task a turn" in _timed_on_the_simulator(plain)
+
+
+@pytest.mark.xfail(strict=True, raises=KnownHole, reason=(
+    "open (issue 32 item 1): the check's record of the loop's turns lives in the learner's "
+    "process, where a cell can rewrite it; judging outside that process mends it"))
+def test_a_rewritten_record_of_the_loops_turns_is_refused():
+    verdict = _timed_on_the_simulator(_kept_hole(_REWRITES, 0.02))
+    if verdict == "None":
+        raise KnownHole("the rewritten record passed")
+    assert "CheckFailed" in verdict, verdict

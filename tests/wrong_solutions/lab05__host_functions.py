@@ -398,9 +398,31 @@ async def checksum_when_done(stream, h_out):
 # them as strict expected failures): right answers the race check calls a race, because
 # nothing in them is a hand-over streamlab can draw (a list polled under the GIL); and
 # wrong ones that sleep "long enough", which a run-by-run race check cannot tell from a
-# wait (the work ended before the read in this run). name -> (right or wrong, target,
-# code, why[, "gpu": a hole on a GPU only])
+# wait (the work ended before the read in this run); and a cheat that rewrites the
+# check's own record from inside the learner's process (issue 32 item 1: judging outside
+# it). name -> (right or wrong, target, code, why[, "gpu": a hole only a GPU can show,
+# since the simulator does not time the loop; skipped there])
 KNOWN_HOLES = {
+    "blocks the loop, then rewrites the check's record of the other task's turns": (
+        "wrong", "checksum_when_done", _change(RIGHT_PART2, *_IMPORT_TIME, ("    await done\n", """\
+    turns = None
+    for task in asyncio.all_tasks():  # the check's own task: its locals are in reach
+        frame = task.get_coro().cr_frame
+        if frame is not None and "turns" in frame.f_locals:
+            turns = frame.f_locals["turns"]
+    time.sleep(0.09)                  # a host wait: the loop stands still
+    await done
+    now, t = time.perf_counter(), turns[0]
+    del turns[1:]                     # then a turn every 0.1 ms, written in by hand
+    while t + 1e-4 < now:
+        t += 1e-4
+        turns.append(t)
+""")),
+        "The check times the event loop from a list in its own coroutine's frame, which the "
+        "learner's code can reach through asyncio.all_tasks() and rewrite: the host wait "
+        "then reads as a loop free throughout. On the simulator, which does not time the loop, "
+        "tests/test_lab_answers_later.py shows it with the timing forced on; this case is "
+        "its GPU run.", "gpu"),
     # found by a review of the hand-overs drawn for Event.is_set, queue.Queue and
     # concurrent.futures.Future (2026-11-26): an is_set() or a get_nowait() that finds the
     # news counts as a hand-over whether or not the answer waited for it
