@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["GraphError", "GraphNode", "GraphShape", "MODES", "INVALIDATED_MESSAGE"]
+__all__ = ["GraphError", "GraphNode", "GraphShape", "MODES", "INVALIDATED_MESSAGE", "check_builder",
+           "check_stream_to_capture"]
 
 CAPTURE_UNSUPPORTED = 900  # CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
 CAPTURE_INVALIDATED = 901  # CUDA_ERROR_STREAM_CAPTURE_INVALIDATED
@@ -97,3 +98,17 @@ class GraphShape:
             lines.append(f"{n.index}: {n.describe()}" +
                          (f"  (after {', '.join(map(str, after))})" if after else ""))
         return "\n".join(lines)
+
+
+def check_stream_to_capture(stream) -> None:
+    """What :func:`streamlab.graphs.graph_builder` takes, on both paths: a stream, or None."""
+    if stream is not None and not (hasattr(stream, "__cuda_stream__") or hasattr(stream, "handle")):
+        raise TypeError(f"graph_builder captures a stream: pass a numba stream "
+                        f"(cuda.stream()) or nothing, got {stream!r}")
+
+
+def check_builder(builder) -> None:
+    """What :func:`streamlab.graphs.end_capture` takes, on both paths: a graph builder."""
+    if builder is None or not hasattr(builder, "end_building"):
+        raise TypeError(f"end_capture takes a graph builder (streamlab.graph_builder()), "
+                        f"got {builder!r}")

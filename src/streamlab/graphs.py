@@ -66,7 +66,8 @@ from ._device import on_simulator
 from .graph_types import (CAPTURE_IMPLICIT, CAPTURE_INVALIDATED, CAPTURE_ISOLATION,  # noqa: F401
                           CAPTURE_UNJOINED, CAPTURE_UNSUPPORTED, CAPTURED_EVENT,
                           GRAPH_EXEC_UPDATE_FAILURE, INVALIDATED_MESSAGE, MODES, GraphError,
-                          GraphNode, GraphShape)
+                          GraphNode, GraphShape, check_builder,
+                          check_stream_to_capture)
 
 
 # --- the calls, the same on both paths ----------------------------------------------
@@ -194,9 +195,7 @@ def graph_builder(stream=None):
     ``None`` (the default): a new stream of the builder's own, ``builder.stream``.
     On a GPU this is cuda.core's ``GraphBuilder``; on the simulator, a stand-in.
     """
-    if stream is not None and not (hasattr(stream, "__cuda_stream__") or hasattr(stream, "handle")):
-        raise TypeError(f"graph_builder captures a stream: pass a numba stream "
-                        f"(cuda.stream()) or nothing, got {stream!r}")
+    check_stream_to_capture(stream)
     from cuda.core import Device
 
     dev = Device()
@@ -235,9 +234,7 @@ def end_capture(builder) -> None:
     on an H200). This ends it with the driver's own ``cuStreamEndCapture`` on the
     builder's stream, which ends the whole capture, split() branches included. The
     simulator's stand-in behaves the same way."""
-    if builder is None or not hasattr(builder, "end_building"):
-        raise TypeError(f"end_capture takes a graph builder (streamlab.graph_builder()), "
-                        f"got {builder!r}")
+    check_builder(builder)
     try:  # a capture still active: cuda.core ends it (and knows it ended)
         if builder.is_building:
             builder.end_building()

@@ -26,7 +26,7 @@ import weakref
 from ..graph_types import (CAPTURE_IMPLICIT, CAPTURE_INVALIDATED, CAPTURE_ISOLATION,
                            CAPTURE_UNJOINED, CAPTURE_UNSUPPORTED, CAPTURED_EVENT,
                            GRAPH_EXEC_UPDATE_FAILURE, INVALIDATED_MESSAGE, MODES, GraphError,
-                           GraphNode, GraphShape)
+                           GraphNode, GraphShape, check_builder, check_stream_to_capture)
 
 _lock = threading.RLock()
 _active: dict = {}  # stream key -> _Lane, for every stream capturing now
@@ -619,9 +619,7 @@ def _replay(graph: SimGraph, stream, cuda) -> None:
 # --- the calls of streamlab.graphs, on the simulator ------------------------------------
 def graph_builder(stream=None):
     """The simulator's :func:`streamlab.graphs.graph_builder`."""
-    if stream is not None and not (hasattr(stream, "__cuda_stream__") or hasattr(stream, "handle")):
-        raise TypeError(f"graph_builder captures a stream: pass a numba stream "
-                        f"(cuda.stream()) or nothing, got {stream!r}")
+    check_stream_to_capture(stream)
     return SimGraphBuilder(stream)
 
 
@@ -637,9 +635,7 @@ def core_stream(stream):
 
 def end_capture(builder) -> None:
     """The simulator's :func:`streamlab.graphs.end_capture`."""
-    if builder is None or not hasattr(builder, "end_building"):
-        raise TypeError(f"end_capture takes a graph builder (streamlab.graph_builder()), "
-                        f"got {builder!r}")
+    check_builder(builder)
     if isinstance(builder, SimGraphBuilder):
         c = builder._capture
         if c.building:
