@@ -120,3 +120,53 @@ def public_objects():
 def test_every_public_function_class_and_method_has_a_docstring():
     missing = [name for name, obj in public_objects() if not inspect.getdoc(obj)]
     assert not missing, f"no docstring: {missing}"
+
+
+def _bound(target):
+    """The plain names an assignment's target binds (``a``, ``a, b``; not ``a.doc``)."""
+    if isinstance(target, ast.Name):
+        return [target]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [n for t in target.elts for n in _bound(t)]
+    if isinstance(target, ast.Starred):
+        return _bound(target.value)
+    return []
+
+
+def top_level_bindings(path: Path) -> dict[str, list[int]]:
+    """The lines where each name is bound by a statement of the module's own body (an
+    assignment, a def, a class, an import), not inside an if, a try or a function."""
+    lines: dict[str, list[int]] = {}
+    for node in ast.parse(path.read_text()).body:
+        names = []
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names = [node.name]
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names = [n.id for t in targets for n in _bound(t)]
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = [(a.asname or a.name).split(".")[0] for a in node.names]
+        for name in names:
+            lines.setdefault(name, []).append(node.lineno)
+    return lines
+
+
+def test_no_module_binds_one_name_twice_at_its_top_level():
+    """A second module-level binding silently replaces the first for every function of
+    the module: hostfn once had a dict of the driver's pending host calls and, 550 lines
+    below, a thread-local of the same name, so every host function launched on a GPU
+    failed (the simulator never used the dict)."""
+    twice = {f"{module_name(p)}.{name}": at
+             for p in sorted(PACKAGE.rglob("*.py"))
+             for name, at in top_level_bindings(p).items()
+             if len(at) > 1 and name not in ("__all__",)}
+    assert not twice, f"bound more than once at a module's top level (line numbers): {twice}"
+
+
+def test_the_binding_finder_finds_a_name_bound_twice(tmp_path):
+    src = tmp_path / "m.py"
+    src.write_text("import threading\n_pending: dict = {}\n\ndef f():\n    _pending[1] = 2\n\n"
+                   "_pending = threading.local()\nx = 1\nf.__doc__ = 'f'\nif x:\n    y = 2\nelse:\n    y = 3\n")
+    assert top_level_bindings(src) == {"threading": [1], "_pending": [2, 7], "f": [4], "x": [8]}
+    (tmp_path / "n.py").write_text("a, (b, *c) = 1, (2, 3)\nclass K:\n    pass\n\n\nclass K:\n    pass\n")
+    assert top_level_bindings(tmp_path / "n.py") == {"a": [1], "b": [1], "c": [1], "K": [2, 6]}

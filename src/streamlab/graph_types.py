@@ -28,10 +28,6 @@ class GraphError(RuntimeError):
     """A graph call used wrongly; the message says what to do."""
 
 
-class GraphError(RuntimeError):
-    """A graph call used wrongly; the message says what to do."""
-
-
 @dataclass(frozen=True)
 class GraphNode:
     """One node: its place in the graph, its kind ('kernel', 'copy h2d', 'copy d2h',

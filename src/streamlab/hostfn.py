@@ -660,7 +660,7 @@ def _install_signals(patch) -> None:
 
 #: a put's hand-over, made before the queue's lock, noted under it; a get's notes, taken
 #: under the lock, received once it returns (per thread)
-_pending = threading.local()
+_handing = threading.local()
 
 
 def _note(obj, uid: int) -> None:
@@ -672,18 +672,18 @@ def _note(obj, uid: int) -> None:
 def _queue_send(put):
     @functools.wraps(put)
     def send(self, *args, **kwargs):
-        _pending.put_uid = _hand_over() if observing() else None
+        _handing.put_uid = _hand_over() if observing() else None
         try:
             return put(self, *args, **kwargs)
         finally:
-            _pending.put_uid = None
+            _handing.put_uid = None
     return send
 
 
 def _queue_put(put):
     @functools.wraps(put)
     def _put(self, item):
-        uid = getattr(_pending, "put_uid", None)
+        uid = getattr(_handing, "put_uid", None)
         if uid is not None:
             _note(self, uid)
         return put(self, item)
@@ -693,14 +693,14 @@ def _queue_put(put):
 def _queue_get(get):
     @functools.wraps(get)
     def _get(self):
-        if "_streamlab_after" in self.__dict__ and getattr(_pending, "taking", False):
-            _pending.uids = list(self.__dict__["_streamlab_after"])
+        if "_streamlab_after" in self.__dict__ and getattr(_handing, "taking", False):
+            _handing.uids = list(self.__dict__["_streamlab_after"])
         return get(self)
     return _get
 
 
 def _receive_taken() -> None:
-    uids, _pending.uids = getattr(_pending, "uids", None), None
+    uids, _handing.uids = getattr(_handing, "uids", None), None
     for uid in dict.fromkeys(uids or ()):
         _received(uid)
 
@@ -708,11 +708,11 @@ def _receive_taken() -> None:
 def _queue_receive(get):
     @functools.wraps(get)
     def receive(self, *args, **kwargs):
-        _pending.uids, _pending.taking = None, observing()
+        _handing.uids, _handing.taking = None, observing()
         try:
             item = get(self, *args, **kwargs)
         finally:
-            _pending.taking = False
+            _handing.taking = False
         _receive_taken()
         return item
     return receive
@@ -725,7 +725,7 @@ def _queue_empty(empty):
             return empty(self)
         with self.mutex:  # (as Queue.empty does, taking the notes under the same lock)
             out = not self._qsize()
-            _pending.uids = None if out else list(self.__dict__["_streamlab_after"])
+            _handing.uids = None if out else list(self.__dict__["_streamlab_after"])
         _receive_taken()
         return out
     return looks_empty
