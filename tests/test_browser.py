@@ -178,9 +178,18 @@ def guess_before(path, marker):
 
 
 def wait_for_file(path, holds, what, timeout=60, shown=None):
-    """Wait until ``holds(path)``; on a timeout, the message shows ``shown(path)``."""
+    """Wait until ``holds(path)``; on a timeout, the message shows ``shown(path)``. A file
+    caught half written (jupyter_server's atomic writing keeps a copy and writes the file
+    itself in place) is read again."""
     deadline = time.monotonic() + timeout
-    while not holds(Path(path)):
+
+    def holds_now(p):
+        try:
+            return holds(p)
+        except json.JSONDecodeError:  # a save under way: Jupyter writes the file in place
+            return False
+
+    while not holds_now(Path(path)):
         if time.monotonic() >= deadline:
             now = shown(Path(path)) if shown else ""
             raise AssertionError(f"{path}: {what} within {timeout} s"
