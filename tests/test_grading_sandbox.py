@@ -289,16 +289,16 @@ def test_a_verdict_forged_through_what_writes_it_scores_nothing(tmp_path, code, 
         assert got.kind == "Tampered" and named in got.message, got
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "open (issue 32, item 1): the verdict is written from inside the part's process, so "
-    "code that finds the grader's report function on the stack can write a pass; the fix "
-    "judges outside the learner's process. Remove this mark when that lands."))
 @pytest.mark.parametrize("after", ["break", "os._exit(0)"],
                          ids=["then the check fails", "then the process exits"])
 def test_a_verdict_forged_from_the_graders_frame_scores_nothing(tmp_path, after):
+    """Lab 02's checks are judged in the grader, from what their runs sent: a pass the
+    part's process writes is not a grade. (Passed with nothing solved before.)"""
     got = run_part(cheat(_FROM_A_FRAME.replace("{after}", after)), "check_part3",
                    cwd=str(tmp_path), timeout=120, sandbox="off")
     assert not got.passed, got
+    if after == "os._exit(0)":  # its one verdict is the forged pass: no check sent anything
+        assert got.kind == "Unjudged" and "received 0" in got.message, got
 
 
 _FORGED_PRIORITY = '''

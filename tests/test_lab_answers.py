@@ -14,7 +14,7 @@ from labtools import FIRST_HALF, LABS, cases, cells_of, grade_id, meta, notebook
     setup_code, submission
 
 from streamlab.check import CheckFailed
-from streamlab.grading import plan, run_part
+from streamlab.grading import plan, run_part, transcript
 
 # --- the checks: wrong answers fail, right ones pass -----------------------------------------
 def after(lab, target):
@@ -62,20 +62,56 @@ def run_in_process(lab, answers, target=None):
         exec(source, ns)  # noqa: S102
     results = {}
     run = after(lab, target) if target else list(cells_of(lab, "grade"))
-    for gid, source in cells_of(lab, "grade").items():
-        if gid not in run:
-            continue
-        if target and gid != run[0] and not uses(lab, gid, target):
-            source = PROBE
-        try:
-            exec(source, ns)  # noqa: S102
-        except CheckFailed as exc:
-            results[gid] = f"{type(exc).__name__}: {exc}"
-        except Exception as exc:  # noqa: BLE001  (a learner's error fails its part)
-            results[gid] = f"{type(exc).__name__}: {exc}"
-        else:
-            results[gid] = None
+    sent: list = []
+    transcript._sink = sent.append  # what each judged check's run sends the grader
+    try:
+        for gid, source in cells_of(lab, "grade").items():
+            if gid not in run:
+                continue
+            if target and gid != run[0] and not uses(lab, gid, target):
+                source = PROBE
+            sent.clear()
+            try:
+                exec(source, ns)  # noqa: S102
+            except CheckFailed as exc:
+                results[gid] = f"{type(exc).__name__}: {exc}"
+            except Exception as exc:  # noqa: BLE001  (a learner's error fails its part)
+                results[gid] = f"{type(exc).__name__}: {exc}"
+            else:
+                results[gid] = None
+            judged_as_here(lab, sent, results[gid])
+    finally:
+        transcript._sink = None
     return results
+
+
+DIGEST_SAYS = ": the values the grader received are not the expected ones"
+
+
+def judged_as_here(lab, sent, result):
+    """The grader, judging the transcripts a graded cell's checks sent (each written and
+    read back as the pipe carries it), comes to the check's own verdict: a pass where it
+    passed, the same message where the grader's judge fails. (A check that failed before
+    its run sent anything is not judged there: its failure stands.)"""
+    judges = getattr(importlib.import_module(f"streamlab.labs.{lab.split('__')[0]}"),
+                     "JUDGES", {})
+    if not judges:
+        assert not sent, f"{lab} has no JUDGES, yet its checks sent transcripts"
+        return
+    for entry in sent:
+        entry = transcript.read(transcript.write(entry))
+        judge, number = judges[entry["check"].rsplit(".", 1)[1]]
+        try:
+            judge(transcript.decode(entry), **entry["kwargs"])
+        except CheckFailed as exc:
+            text = str(exc)
+            if text.endswith(DIGEST_SAYS):  # the grader has the values' digest, not them:
+                label = text[: -len(DIGEST_SAYS)]  # the same result, found wrong
+                assert (result or "").startswith(f"CheckFailed: Part {number}: {label}"), \
+                    (result, text)
+            else:
+                assert result == f"CheckFailed: Part {number}: {text}", (result, text)
+            return
 
 
 def test_enough_wrong_and_right_answers_for_every_lab():

@@ -28,18 +28,25 @@ each graded part again, in a fresh Python process of its own (:func:`run_part`):
 nbgrader's ``Execute`` (see ``nbgrader_config.py``), so ``nbgrader autograde`` grades
 this way.
 
-What this does not stop (the checks still run in the learner's process: it is a guard
-against the cheats a clever learner tries, not a security boundary): code that reads a
-copy of the solutions kept outside the course's folders; without bubblewrap, tricks
-below Python (``ctypes`` calling libc directly), or code that replaces what Python's
-``os.path.realpath`` calls while it reads, that read the course's files; code that
-walks up the stack to the grader's own ``report`` function (a few lines with
-``sys._getframe``) and calls it with a pass, or digs the verdict pipe's number out of
-memory, or changes a running check's local variables through its frame: kept as expected
-failures in ``tests/test_grading_sandbox.py``, open until the checks judge outside the
-learner's process. (The verdict is no longer written through ``json``, whose encoder
-learner code could replace; it is a Python literal made by the interpreter's own
-``repr`` of plain values, and replacing anything in ``json`` is named as tampering.) For
+A lab whose module lists ``JUDGES`` (lab 02 so far) is judged in this process too: each
+of its checks sends a transcript of what it saw (:mod:`streamlab.grading.transcript`),
+and :func:`judge_in_grader` judges it again with the check's own rules; the part's own
+pass is not a grade there.
+
+What this does not stop (for the other labs the checks still run in the learner's
+process: it is a guard against the cheats a clever learner tries, not a security
+boundary): code that reads a copy of the solutions kept outside the course's folders;
+without bubblewrap, tricks below Python (``ctypes`` calling libc directly), or code that
+replaces what Python's ``os.path.realpath`` calls while it reads, that read the course's
+files; on the labs not judged here, code that walks up the stack to the grader's own
+``report`` function (a few lines with ``sys._getframe``) and calls it with a pass, or
+digs the verdict pipe's number out of memory, or changes a running check's local
+variables through its frame; and in every lab, code that rewrites the record of
+operations the checks read, which is made in the learner's process (kept as an expected
+failure in ``tests/test_transcript.py``). (The verdict is not written through ``json``,
+whose encoder learner code could replace; it is a Python literal made by the
+interpreter's own ``repr`` of plain values, and replacing anything in ``json`` is named
+as tampering.) For
 an exam, grade inside a container that holds only the submissions.
 """
 
@@ -52,6 +59,7 @@ import secrets
 import signal
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass, field
 
 LOCKED, SOLUTION, GRADED, OTHER = "locked", "solution", "graded", "other"
@@ -186,20 +194,35 @@ def run_part(cells: list[dict], part: str, *, cwd: str, protect=(), hide=(),
                             stderr=subprocess.STDOUT, pass_fds=(write_end,),
                             start_new_session=True)
     os.close(write_end)
+    # the pipe is read as the child writes (transcripts can outgrow a pipe's buffer)
+    chunks: list = []
+    reader = threading.Thread(target=_drain, args=(read_end, chunks), daemon=True)
+    reader.start()
     try:
         out, _ = proc.communicate(json.dumps(spec).encode(), timeout=timeout)
     except subprocess.TimeoutExpired:
         _kill(proc)
         out = proc.communicate()[0]
-        os.close(read_end)
+        reader.join()
         return Verdict(False, f"{_title(part)} did not finish within {timeout:g} s, so the "
                        f"grader stopped it: does your code wait for something that never "
                        f"happens, or loop forever?", _text(out), "TimedOut", sandbox=how)
-    with os.fdopen(read_end, "rb") as pipe:
-        raw = pipe.read().decode(errors="replace")
+    reader.join()
+    raw = b"".join(chunks).decode(errors="replace")
     verdict = _verdict(raw, nonce, _text(out), proc.returncode, part)
+    if verdict.passed:
+        verdict = judge_in_grader(cells, part, _transcripts(raw, nonce), verdict)
     verdict.sandbox = how
     return verdict
+
+
+def _drain(fd: int, chunks: list) -> None:
+    with os.fdopen(fd, "rb") as pipe:
+        while True:
+            chunk = pipe.read(1 << 16)
+            if not chunk:
+                return
+            chunks.append(chunk)
 
 
 def _kill(proc) -> None:
@@ -218,14 +241,144 @@ def _title(part: str) -> str:
     return f"the part checked by {part}" if part else "the part"
 
 
-def _verdict(raw: str, nonce: str, output: str, returncode: int, part: str) -> Verdict:
+def _lines(raw: str, nonce: str, tag: str) -> list[str]:
+    """The bodies of the pipe's lines ``<nonce> <tag> <body>``, in order."""
+    found = []
     for line in raw.splitlines():
-        head, _, body = line.partition(" ")
-        if head == nonce:
+        head, _, rest = line.partition(" ")
+        kind, _, body = rest.partition(" ")
+        if head == nonce and kind == tag:
+            found.append(body)
+    return found
+
+
+def _verdict(raw: str, nonce: str, output: str, returncode: int, part: str) -> Verdict:
+    """The child's verdict: its first failing one, if it wrote one (a pass written before
+    the check ran, and the check's own failure after it, is a failure), else its first."""
+    verdicts = []
+    for body in _lines(raw, nonce, "V"):
+        try:
             data = ast.literal_eval(body)
-            return Verdict(data["passed"], data["message"], output, data["kind"],
-                           data.get("learner_errors", []))
+            verdicts.append(Verdict(data["passed"] is True, str(data["message"]), output,
+                                    str(data["kind"]), list(data.get("learner_errors", []))))
+        except (ValueError, SyntaxError, TypeError, KeyError, MemoryError, RecursionError):
+            return Verdict(False, f"{_title(part)}: the grader could not read the verdict "
+                           f"its process wrote: this part scores nothing", output, "Unreadable")
+    failed = [v for v in verdicts if not v.passed]
+    if failed or verdicts:
+        return (failed or verdicts)[0]
     return Verdict(False, f"{_title(part)} ended the grader's process before the check "
                    f"finished (exit status {returncode}): code that exits, or crashes the "
                    f"interpreter, cannot pass", output, "Exited")
+
+
+def _transcripts(raw: str, nonce: str) -> list:
+    """The transcripts the child sent, as text (read by :func:`judge_in_grader`)."""
+    return _lines(raw, nonce, "T")
+
+
+def judged_calls(cells: list[dict], part: str):
+    """The judged checks graded cell ``part`` calls, in order, as (module, name,
+    keyword arguments); None when its checks are judged in the learner's process only
+    (a lab module with no ``JUDGES``, or no lab module at all).
+
+    The lab module is the one the lab's locked cells import (``from streamlab.labs.lab02
+    import *``); the calls are those of the graded cell's code to a check in the module's
+    ``JUDGES``, with keyword arguments written as literals (ValueError, for the teacher,
+    if one is not)."""
+    import importlib
+
+    module = None
+    for cell in cells:
+        if cell["role"] != LOCKED or module is not None:
+            continue
+        try:
+            tree = ast.parse(cell["source"])
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            names = ([node.module] if isinstance(node, ast.ImportFrom) and node.module
+                     else [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+            for name in names:
+                if name.startswith("streamlab.labs.lab"):
+                    module = name
+                    break
+    graded = [c for c in cells if c["role"] == GRADED and c["id"] == part]
+    if module is None or not graded:
+        return None
+    mod = importlib.import_module(module)
+    judges = getattr(mod, "JUDGES", None)
+    if not judges:
+        return None
+    calls = []
+    nodes = [n for n in ast.walk(ast.parse(graded[0]["source"]))
+             if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in judges]
+    for node in sorted(nodes, key=lambda n: (n.lineno, n.col_offset)):
+        kwargs = {}
+        for kw in node.keywords:
+            try:
+                kwargs[kw.arg] = ast.literal_eval(kw.value)
+            except ValueError:
+                raise ValueError(f"the graded cell {part!r} calls {node.func.id} with "
+                                 f"{kw.arg}={ast.unparse(kw.value)}: the grader judges a "
+                                 f"check from its arguments, so write them as literals "
+                                 f"(numbers, strings, True/False)") from None
+        calls.append((mod, node.func.id, kwargs))
+    return calls
+
+
+def _arguments(check, kwargs: dict) -> dict:
+    """The keyword arguments a call of ``check`` with ``kwargs`` runs with: its defaults,
+    and the call's. None stands for a value the check draws itself (a seed)."""
+    import inspect
+
+    wanted = {p.name: p.default for p in inspect.signature(check).parameters.values()
+              if p.kind is p.KEYWORD_ONLY}
+    unknown = set(kwargs) - set(wanted)
+    if unknown:
+        raise ValueError(f"{check.__name__} takes no argument {sorted(unknown)[0]!r}")
+    wanted.update(kwargs)
+    return wanted
+
+
+def judge_in_grader(cells: list[dict], part: str, transcripts: list, verdict: Verdict) -> Verdict:
+    """The grade, judged in this process from the transcripts the part's process sent
+    (see :mod:`streamlab.grading.transcript`): each judged check the graded cell calls
+    must have sent one, for the same check and arguments, in order, and its judge must
+    pass it. ``verdict`` (the part's own, a pass) stands when the cell calls no judged
+    check; else a failure here replaces it."""
+    from ..check import CheckFailed
+    from . import transcript as tr
+
+    calls = judged_calls(cells, part)
+    if calls is None:
+        return verdict
+
+    def failed(message: str, kind: str = "Unjudged") -> Verdict:
+        return Verdict(False, message, verdict.output, kind, verdict.learner_errors)
+
+    if len(transcripts) != len(calls):
+        return failed(f"{_title(part)}: the grader expected what {len(calls)} check(s) of "
+                      f"your code saw and received {len(transcripts)}: code that stops a "
+                      f"check, or writes to the grader itself, scores nothing")
+    for (mod, name, kwargs), text in zip(calls, transcripts):
+        judge, number = mod.JUDGES[name]
+        try:
+            entry = tr.read(text)
+            if entry.get("check") != f"{mod.__name__}.{name}":
+                raise tr.TranscriptError(f"it is from {entry.get('check')!r}, not {name}")
+            sent = entry.get("kwargs")
+            wanted = _arguments(getattr(mod, name), kwargs)
+            if not isinstance(sent, dict) or set(sent) != set(wanted) or any(
+                    v is not None and sent[k] != v for k, v in wanted.items()):
+                raise tr.TranscriptError(f"its arguments {sent!r} are not the call's "
+                                         f"{wanted!r}")
+            run = tr.decode(entry)
+            judge(run, **sent)
+        except CheckFailed as exc:
+            return failed(f"Part {number}: {exc}", "CheckFailed")
+        except Exception as exc:  # noqa: BLE001  (a transcript that cannot be judged fails)
+            return failed(f"{_title(part)}: the grader could not judge what your code sent "
+                          f"({type(exc).__name__}: {exc}); this part scores nothing")
+    return verdict
 

@@ -2,7 +2,9 @@
 
 Reads the part's spec (JSON) from stdin, runs the notebook's cells in order (the other
 graded cells left out), guards what the locked cells set up, and writes the verdict to
-the pipe it was given, after the number it was given.
+the pipe it was given, after the number it was given (``<number> V <verdict>``), with
+the transcript of each judged check's run before it (``<number> T <transcript>``; see
+:mod:`streamlab.grading.transcript`).
 """
 
 from __future__ import annotations
@@ -190,8 +192,18 @@ def main() -> int:
         text = str.__add__  # ("" + a str subclass: a plain str, whatever its methods say)
         plain = {"passed": passed is True, "message": text("", message),
                  "kind": text("", kind), "learner_errors": [text("", e) for e in errors]}
-        verdict.write(f"{nonce} {plain!r}\n")
+        verdict.write(f"{nonce} V {plain!r}\n")
         verdict.flush()
+
+    # a judged check's run sends what it collected (streamlab.grading.transcript): the
+    # grader judges it again in its own process
+    from . import transcript
+
+    def send_transcript(entry: dict) -> None:
+        verdict.write(f"{nonce} T {transcript.write(entry)}\n")
+        verdict.flush()
+
+    transcript._sink = send_transcript
 
     import streamlab  # noqa: F401  (hooks installed, simulator or GPU chosen)
     from streamlab.check import CheckFailed

@@ -12,6 +12,7 @@ from numba import cuda
 import streamlab
 
 from .. import check
+from ..grading.transcript import Run, pick_seed, send
 from ..ops import internal, record_ops
 from ..order import analyze
 from . import no_races, part
@@ -46,10 +47,16 @@ def update_counter(counter, value):
     cuda.atomic.add(counter, 0, value)
 
 
+def _source(seed):
+    """The producer's input for ``seed`` (numpy, on the host): the judge's expected values
+    are made from it, in the learner's process and in the grader's alike."""
+    rng = np.random.default_rng(seed)
+    return rng.integers(0, 1000, N).astype(np.float32)
+
+
 def fresh_data(seed=None):
     """Random producer input on the device, stale data, and the consumer's expected output."""
-    rng = np.random.default_rng(seed)
-    src = rng.integers(0, 1000, N).astype(np.float32)
+    src = _source(seed)
     s = cuda.stream()
     d_src = cuda.to_device(src, stream=s)
     d_data = cuda.to_device(np.full(N, -1, np.float32), stream=s)  # stale until produced
@@ -90,51 +97,79 @@ def warm_up() -> None:
     cuda.synchronize()
 
 
+# Each check is a run (in the learner's process: inputs made, the learner's function
+# called under record_ops, the outputs copied back) and a judge (the rules and the
+# expected values, from the Run and the check's arguments alone). Under the grader the
+# run sends its Run to the grader, which judges it again in its own process: see
+# streamlab.grading.transcript.
+
 def check_part1(produce_then_consume, *, nonblocking=False, seed=None):
     """The consumer's stream waits for the producer with an event; the host does not."""
     with part(1, produce_then_consume):
+        seed = pick_seed(seed)
         p_stream, c_stream = _streams(nonblocking, 2)
-        src, data, expected = fresh_data(seed)
+        src, data, _ = fresh_data(seed)
         out = cuda.device_array(N, np.float32)
         with record_ops() as ops:
             with internal():
                 streamlab.spin[1, 1, p_stream](BUSY_NS)  # the producer's stream is busy
             produce_then_consume(src, data, out, p_stream, c_stream)
-        check.no_host_sync(ops, "produce_then_consume")
-        check.one_launch_per_stream(ops, "producer", [p_stream])
-        check.one_launch_per_stream(ops, "consumer", [c_stream])
-        order = analyze(ops)
-        _ordered_after(order, ops, ops.launches("producer")[0], ops.launches("consumer")[0],
-                       "the consumer")
-        no_races(ops, order)
         cuda.synchronize()
-        check.equal(out.copy_to_host(), expected, "the consumer's output")
+        run = Run(ops, {"producer": p_stream, "consumer": c_stream},
+                  {"out": out.copy_to_host()})
+        judge_part1(send(f"{__name__}.check_part1", {"nonblocking": nonblocking, "seed": seed},
+                         run), nonblocking=nonblocking, seed=seed)
+
+
+def judge_part1(run, *, nonblocking=False, seed):
+    """Part 1's rules and expected output, from what the run collected."""
+    ops = run.ops
+    check.no_host_sync(ops, "produce_then_consume")
+    check.one_launch_per_stream(ops, "producer", [run.stream("producer")])
+    check.one_launch_per_stream(ops, "consumer", [run.stream("consumer")])
+    order = analyze(ops)
+    _ordered_after(order, ops, ops.launches("producer")[0], ops.launches("consumer")[0],
+                   "the consumer")
+    no_races(ops, order)
+    run.equal("out", 3 * _source(seed) + 1, "the consumer's output")
 
 
 def check_part2(fan_out, *, count=3, seed=None):
     """One producer, ``count`` consumers in their own streams, released by one event."""
     with part(2, fan_out):
+        seed = pick_seed(seed)
         p_stream, *c_streams = _streams(False, count + 1)
-        src, data, expected = fresh_data(seed)
+        src, data, _ = fresh_data(seed)
         outs = [cuda.device_array(N, np.float32) for _ in range(count)]
         with record_ops() as ops:
             with internal():
                 streamlab.spin[1, 1, p_stream](BUSY_NS)
             fan_out(src, data, outs, p_stream, c_streams)
-        check.no_host_sync(ops, "fan_out")
-        check.one_launch_per_stream(ops, "producer", [p_stream])
-        check.one_launch_per_stream(ops, "consumer", c_streams)
-        order = analyze(ops)
-        prod = ops.launches("producer")[0]
-        for i, cons in enumerate(ops.launches("consumer")):
-            _ordered_after(order, ops, prod, cons, f"consumer {i}")
-        if len(ops.records()) != 1:
-            check.fail(f"you recorded {len(ops.records())} events: one event, recorded once "
-                       f"after the producer and waited on by every consumer stream, is enough")
-        no_races(ops, order)
         cuda.synchronize()
-        for i, out in enumerate(outs):
-            check.equal(out.copy_to_host(), expected, f"consumer {i}'s output")
+        given = {"producer": p_stream, **{f"consumer {i}": s for i, s in enumerate(c_streams)}}
+        run = Run(ops, given, {f"out {i}": out.copy_to_host() for i, out in enumerate(outs)})
+        judge_part2(send(f"{__name__}.check_part2", {"count": count, "seed": seed}, run),
+                    count=count, seed=seed)
+
+
+def judge_part2(run, *, count=3, seed):
+    """Part 2's rules and expected outputs, from what the run collected."""
+    ops = run.ops
+    check.no_host_sync(ops, "fan_out")
+    check.one_launch_per_stream(ops, "producer", [run.stream("producer")])
+    check.one_launch_per_stream(ops, "consumer",
+                                [run.stream(f"consumer {i}") for i in range(count)])
+    order = analyze(ops)
+    prod = ops.launches("producer")[0]
+    for i, cons in enumerate(ops.launches("consumer")):
+        _ordered_after(order, ops, prod, cons, f"consumer {i}")
+    if len(ops.records()) != 1:
+        check.fail(f"you recorded {len(ops.records())} events: one event, recorded once "
+                   f"after the producer and waited on by every consumer stream, is enough")
+    no_races(ops, order)
+    expected = 3 * _source(seed) + 1
+    for i in range(count):
+        run.equal(f"out {i}", expected, f"consumer {i}'s output")
 
 
 def check_part3(add_in_two_streams, *, start=0):
@@ -148,20 +183,33 @@ def check_part3(add_in_two_streams, *, start=0):
                 for s in (s0, s1):
                     streamlab.spin[1, 1, s](BUSY_NS)  # both streams are busy
             value = add_in_two_streams(counter, s0, s1)
-        check.one_launch_per_stream(ops, "update_counter", [s0, s1])
-        reads = [op for op in ops.user() if op.kind == "copy" and op.name == "d2h"]
-        if not reads:
-            check.fail("the counter was never copied back to the host: "
-                       "counter.copy_to_host() after both additions are done")
-        order = analyze(ops)
-        for name, launch in zip(("s0", "s1"), ops.launches("update_counter")):
-            if not order.ordered(launch, reads[-1]):
-                check.fail(f"the counter was read before the addition in {name} had to be "
-                           f"done: wait for it first ({name}.synchronize(), or an event "
-                           f"recorded in {name} after the launch, then event.synchronize())")
-        no_races(ops, order)
         cuda.synchronize()
-        if not isinstance(value, (int, np.integer)):
-            check.fail(f"add_in_two_streams returned {type(value).__name__} {value!r}: "
-                       f"return the counter's value as a Python int")
-        check.equal(value, start + 30, "the value returned")
+        run = Run(ops, {"s0": s0, "s1": s1}, {}, {"value": value})
+        judge_part3(send(f"{__name__}.check_part3", {"start": start}, run), start=start)
+
+
+def judge_part3(run, *, start=0):
+    """Part 3's rules and expected value, from what the run collected."""
+    ops = run.ops
+    check.one_launch_per_stream(ops, "update_counter", [run.stream("s0"), run.stream("s1")])
+    reads = [op for op in ops.user() if op.kind == "copy" and op.name == "d2h"]
+    if not reads:
+        check.fail("the counter was never copied back to the host: "
+                   "counter.copy_to_host() after both additions are done")
+    order = analyze(ops)
+    for name, launch in zip(("s0", "s1"), ops.launches("update_counter")):
+        if not order.ordered(launch, reads[-1]):
+            check.fail(f"the counter was read before the addition in {name} had to be "
+                       f"done: wait for it first ({name}.synchronize(), or an event "
+                       f"recorded in {name} after the launch, then event.synchronize())")
+    no_races(ops, order)
+    value = run.values["value"]
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        check.fail(f"add_in_two_streams returned {run.type_name('value')} {value!r}: "
+                   f"return the counter's value as a Python int")
+    check.equal(value, start + 30, "the value returned")
+
+
+#: the checks the grader judges again in its own process: check name -> (judge, part)
+JUDGES = {"check_part1": (judge_part1, 1), "check_part2": (judge_part2, 2),
+          "check_part3": (judge_part3, 3)}
