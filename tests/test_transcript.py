@@ -6,7 +6,9 @@ scores nothing; one whose record was rewritten in the learner's process is the h
 stays (kept below as an expected failure)."""
 
 import pytest
-from labtools import cells_of, setup_code, submission
+import importlib
+
+from labtools import LABS, cells_of, setup_code, submission
 
 from streamlab.grading import (GRADED, LOCKED, Verdict, judge_in_grader, judged_calls, plan,
                                run_part, transcript)
@@ -94,7 +96,7 @@ def _drop(kind):
     (lambda e: e.update(check="streamlab.labs.lab02.check_part1"), "not check_part3"),
     (lambda e: e["kwargs"].update(start=5), "arguments"),
     (lambda e: e["kwargs"].update(extra=1), "arguments"),
-    (lambda e: e.update(format=2), "format"),
+    (lambda e: e.update(format=transcript.FORMAT + 1), "format"),
     (lambda e: e["ops"][0].update(kind="magic"), "unknown kind"),
     (lambda e: e["ops"][0].update(index="0"), "'index' is str"),
     (lambda e: e["values"].update(value=1.5), "value 'value' is float"),
@@ -210,3 +212,32 @@ def test_a_record_rewritten_in_the_learners_process_scores_nothing(tmp_path):
     got = run_part(plan(submission(LAB, {"produce_then_consume": _REWRITES_ITS_RECORD})),
                    "check_part1", cwd=str(tmp_path), timeout=120, sandbox="off")
     assert not got.passed, got
+
+
+#: a learner's answer that writes a pass through the grader's own report function, then
+#: ends the process before any check runs
+_WRITES_A_PASS_AND_EXITS = '''
+import sys, os
+f = sys._getframe(0)
+while f is not None:
+    if "report" in f.f_locals:
+        f.f_locals["report"](True)
+        os._exit(0)
+    f = f.f_back
+'''
+JUDGED = [lab for lab in LABS if getattr(importlib.import_module(
+    f"streamlab.labs.{lab.split('__')[0]}"), "JUDGES", None)]
+
+
+@pytest.mark.parametrize("lab", JUDGED)
+def test_in_every_judged_lab_a_pass_written_by_the_part_scores_nothing(tmp_path, lab):
+    answers = cells_of(lab, "solution")
+    first = next(iter(answers))
+    cells = plan(submission(lab, {first: _WRITES_A_PASS_AND_EXITS}))
+    for part in [c["id"] for c in cells if c["role"] == GRADED]:
+        got = run_part(cells, part, cwd=str(tmp_path), timeout=120, sandbox="off")
+        assert not got.passed and got.kind == "Unjudged", (part, got)
+
+
+def test_the_judged_labs_are_the_ones_this_file_says():
+    assert JUDGED == ["lab02__events", "lab03__rendezvous"]

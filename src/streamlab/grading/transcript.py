@@ -19,11 +19,11 @@ whatever the learner's code did to the checks, to streamlab or to the grader's o
 functions in its process, the grade is the judge's verdict on what the grader received.
 A lab module lists its judged checks in ``JUDGES`` (check name -> judge, label).
 
-The transcript, version 1, one per call of a judged check, in the order of the calls: a
+The transcript, version 2, one per call of a judged check, in the order of the calls: a
 dict of plain values (str, int, float, bool, None, lists, dicts), written as a Python
 literal and read with :func:`ast.literal_eval`:
 
-* ``format``: 1; ``check``: ``"streamlab.labs.lab02.check_part1"``; ``kwargs``: the
+* ``format``: 2; ``check``: ``"streamlab.labs.lab02.check_part1"``; ``kwargs``: the
   check's keyword arguments as called (a seed the call left out is the one the check
   drew);
 * ``ops``: each recorded operation (:class:`streamlab.ops.Op`): its fields, with its stream
@@ -35,7 +35,9 @@ literal and read with :func:`ast.literal_eval`:
   compares them with the expected array's, exactly (the judged checks' results are
   whole numbers in floats, exact on any GPU);
 * ``values``: plain values the function returned (an int stays an int; anything else is
-  sent as its type's name and its ``repr``).
+  sent as its type's name and its ``repr``);
+* ``events``: events the function returned, by name, as their numbers (the numbers the
+  operations use).
 
 What stays possible: the record is made in the learner's process. Code there can
 rewrite it before the check reads it (a few lines that find the check's log through its
@@ -56,7 +58,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-FORMAT = 1
+FORMAT = 2  # 1 had no "events"
 
 #: where :func:`send` writes: set by the grader's child process (``_child.main``), else None
 _sink = None
@@ -96,18 +98,29 @@ class Foreign:
 @dataclass
 class Run:
     """What a check's run half collected: the operations recorded, the streams given to the
-    learner's function (by name), its output arrays and the plain values it returned.
-    In the learner's process the streams are numba streams and the outputs arrays; in the
-    grader, StreamRefs and :class:`Digest`\\ s."""
+    learner's function (by name), its output arrays, the plain values it returned, and
+    the events it returned (by name; the same object as in the operations that recorded
+    or waited on it). In the learner's process the streams are numba streams and the
+    outputs arrays; in the grader, StreamRefs and :class:`Digest`\\ s, and each event
+    the object its operations share."""
 
     ops: object
     streams: dict = field(default_factory=dict)
     outputs: dict = field(default_factory=dict)
     values: dict = field(default_factory=dict)
+    events: dict = field(default_factory=dict)  # name -> an event the function returned
 
     def stream(self, name: str):
         """The stream given to the learner's function under ``name``."""
         return self.streams[name]
+
+    def key(self, name: str):
+        """What identifies stream ``name`` (:meth:`~streamlab.ops.StreamRef.key`), in the
+        learner's process and in the grader alike."""
+        from ..ops import StreamRef
+
+        s = self.streams[name]
+        return (s if isinstance(s, StreamRef) else StreamRef.of(s)).key()
 
     def type_name(self, name: str) -> str:
         """The type of returned value ``name``, by name (as the learner's process saw it)."""
@@ -208,6 +221,10 @@ def encode(check: str, kwargs: dict, run: Run) -> dict:
             **{k: [_region_dict(r) for r in getattr(op, k)]
                for k in ("reads", "writes", "atomics", "host_reads")},
             "where": _plain(op.where), "detail": _plain(dict(op.detail)), "uid": int(op.uid)})
+    returned = {}
+    for name, event in run.events.items():
+        if event is not None:  # (None: what was returned is not an event)
+            returned[name] = events.setdefault(id(event), (len(events) + 1, event))[0]
     values = {}
     for name, value in run.values.items():
         if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
@@ -220,7 +237,7 @@ def encode(check: str, kwargs: dict, run: Run) -> dict:
                         for n, s in run.streams.items()},
             "outputs": {n: {"dtype": d.dtype, "shape": list(d.shape), "sha256": d.sha256}
                         for n, d in ((n, Digest.of(a)) for n, a in run.outputs.items())},
-            "values": values}
+            "values": values, "events": returned}
 
 
 def write(entry: dict) -> str:
@@ -332,4 +349,9 @@ def decode(entry: dict) -> Run:
                                 _need(v, "repr", str, f"value {n!r}"))
         else:
             raise TranscriptError(f"value {n!r} is {type(v).__name__}")
-    return Run(log, streams, outputs, values)
+    returned = {}
+    for n, v in _need(entry, "events", dict, "the transcript").items():
+        if type(v) is not int:
+            raise TranscriptError(f"event {n!r} is {type(v).__name__}")
+        returned[n] = events.setdefault(v, _Event(v))
+    return Run(log, streams, outputs, values, returned)

@@ -14,7 +14,8 @@ from numba import cuda
 import streamlab
 
 from .. import check
-from ..ops import StreamRef, internal, record_ops
+from ..grading.transcript import Run, send
+from ..ops import internal, record_ops
 from ..order import analyze
 from . import no_races, part
 
@@ -97,7 +98,7 @@ def _run_program(m, n, make_barrier, launch_consumer, learner):
     return ops, producers, consumers, rendezvous, barrier, buffer
 
 
-def _consumers_after_producers(ops, producers, what):
+def _consumers_after_producers(ops, what):
     """Fail unless every consumer launch is ordered after every producer launch."""
     order = analyze(ops)
     prods = [op for op in ops if op.kind == "launch" and op.name == "producer_kernel"]
@@ -125,37 +126,60 @@ def warm_up() -> None:
     cuda.synchronize()
 
 
+# Each check is a run (in the learner's process) and a judge (from the Run and the check's
+# arguments alone), as lab 02's: under the grader the run sends its Run to the grader,
+# which judges it again in its own process (streamlab.grading.transcript).
+
+def _collected(ops, producers, consumers, rendezvous, buffer, **returned) -> Run:
+    """The Run of the post's program: its streams by name, the buffer's final values."""
+    cuda.synchronize()
+    streams = {**{f"producer {i}": s for i, s in enumerate(producers)},
+               **{f"consumer {i}": s for i, s in enumerate(consumers)},
+               "rendezvous": rendezvous}
+    return Run(ops, streams, {"buffer": buffer.copy_to_host()}, **returned)
+
+
 def check_part1(make_barrier, *, m=4, n=2):
     """make_barrier returns one event that happens once every producer event has."""
     with part(1, make_barrier):
         ops, producers, consumers, rendezvous, barrier, buffer = _run_program(
             m, n, make_barrier, _checkers_consumer, "make_barrier")
-        check.no_host_sync(ops, "make_barrier")
-        if not isinstance(barrier, type(cuda.event())):
-            check.fail(f"make_barrier returned {barrier!r}: return the event you recorded")
-        key = StreamRef.of(rendezvous).key()
-        records = [op for op in ops.user() if op.kind == "record" and op.event is barrier]
-        if not records or records[-1].stream.key() != key:
-            check.fail("the event returned was never recorded in the rendezvous stream: "
-                       "record it there, after the waits")
-        waits = [op for op in ops.user() if op.kind == "wait"]
-        late = any(w.index > records[-1].index for w in waits)
+        is_event = isinstance(barrier, type(cuda.event()))
+        run = _collected(ops, producers, consumers, rendezvous, buffer,
+                         values={} if is_event else {"barrier": barrier},
+                         events={"barrier": barrier if is_event else None})
+        judge_part1(send(f"{__name__}.check_part1", {"m": m, "n": n}, run), m=m, n=n)
 
-        def message(i, j):
-            hint = (" The barrier was recorded before some of the waits: wait first, then "
-                    "record" if late else "")
-            return (f"consumer {i} may start before producer {j} ends: the rendezvous stream "
-                    f"never waits for producer {j}'s event before the barrier is recorded."
-                    f"{hint}")
 
-        order = _consumers_after_producers(ops, producers, message)
-        if len(waits) != m:
-            check.fail(f"{len(waits)} waits in make_barrier for m = {m} producers: wait once "
-                       f"for each producer event")
-        no_races(ops, order, parts_of_one_array=True)
-        cuda.synchronize()
-        check.equal(buffer.copy_to_host(), np.full(BUFFER, 10),
-                    "the buffer (every element (0 + 1) x 10)")
+def judge_part1(run, *, m=4, n=2):
+    """Part 1's rules and expected buffer, from what the run collected."""
+    ops = run.ops
+    check.no_host_sync(ops, "make_barrier")
+    barrier = run.events.get("barrier")
+    if barrier is None:
+        check.fail(f"make_barrier returned {run.values.get('barrier')!r}: return the event "
+                   f"you recorded")
+    key = run.key("rendezvous")
+    records = [op for op in ops.user() if op.kind == "record" and op.event is barrier]
+    if not records or records[-1].stream.key() != key:
+        check.fail("the event returned was never recorded in the rendezvous stream: "
+                   "record it there, after the waits")
+    waits = [op for op in ops.user() if op.kind == "wait"]
+    late = any(w.index > records[-1].index for w in waits)
+
+    def message(i, j):
+        hint = (" The barrier was recorded before some of the waits: wait first, then "
+                "record" if late else "")
+        return (f"consumer {i} may start before producer {j} ends: the rendezvous stream "
+                f"never waits for producer {j}'s event before the barrier is recorded."
+                f"{hint}")
+
+    order = _consumers_after_producers(ops, message)
+    if len(waits) != m:
+        check.fail(f"{len(waits)} waits in make_barrier for m = {m} producers: wait once "
+                   f"for each producer event")
+    no_races(ops, order, parts_of_one_array=True)
+    run.equal("buffer", np.full(BUFFER, 10), "the buffer (every element (0 + 1) x 10)")
 
 
 def check_part2(launch_consumer, *, m=4, n=2):
@@ -163,14 +187,24 @@ def check_part2(launch_consumer, *, m=4, n=2):
     with part(2, launch_consumer):
         ops, producers, consumers, rendezvous, barrier, buffer = _run_program(
             m, n, _checkers_barrier, launch_consumer, "launch_consumer")
-        check.no_host_sync(ops, "launch_consumer")
-        check.one_launch_per_stream(ops, "consumer_kernel", consumers)
-        order = _consumers_after_producers(
-            ops, producers,
-            lambda i, j: (f"consumer {i} may start before producer {j} ends: its stream never "
-                          f"waits on the barrier before the kernel. barrier.wait(stream), "
-                          f"then launch"))
-        no_races(ops, order, parts_of_one_array=True)
-        cuda.synchronize()
-        check.equal(buffer.copy_to_host(), np.full(BUFFER, 10),
-                    "the buffer (every element (0 + 1) x 10)")
+        run = _collected(ops, producers, consumers, rendezvous, buffer)
+        judge_part2(send(f"{__name__}.check_part2", {"m": m, "n": n}, run), m=m, n=n)
+
+
+def judge_part2(run, *, m=4, n=2):
+    """Part 2's rules and expected buffer, from what the run collected."""
+    ops = run.ops
+    check.no_host_sync(ops, "launch_consumer")
+    check.one_launch_per_stream(ops, "consumer_kernel",
+                                [run.stream(f"consumer {i}") for i in range(n)])
+    order = _consumers_after_producers(
+        ops,
+        lambda i, j: (f"consumer {i} may start before producer {j} ends: its stream never "
+                      f"waits on the barrier before the kernel. barrier.wait(stream), "
+                      f"then launch"))
+    no_races(ops, order, parts_of_one_array=True)
+    run.equal("buffer", np.full(BUFFER, 10), "the buffer (every element (0 + 1) x 10)")
+
+
+#: the checks the grader judges again in its own process: check name -> (judge, part)
+JUDGES = {"check_part1": (judge_part1, 1), "check_part2": (judge_part2, 2)}
