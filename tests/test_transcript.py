@@ -241,3 +241,15 @@ def test_in_every_judged_lab_a_pass_written_by_the_part_scores_nothing(tmp_path,
 
 def test_the_judged_labs_are_the_ones_this_file_says():
     assert JUDGED == ["lab02__events", "lab03__rendezvous"]
+
+def test_a_check_the_learner_runs_in_a_cell_of_their_own_is_not_a_graded_call(tmp_path):
+    """Trying an answer with its check in a cell of one's own (as the lab invites) sends
+    nothing to the grader: the graded cell's calls alone are judged, and a right answer
+    still scores. (Before, the extra transcript failed every later part.)"""
+    cells = plan(submission(LAB, cells_of(LAB, "solution")))
+    last = max(i for i, c in enumerate(cells) if c["role"] == "solution")
+    cells.insert(last + 1, {"source": "check_part1(produce_then_consume)\n"
+                                      "check_part2(fan_out)\n", "role": "other", "id": ""})
+    for part in ("check_part1", "check_part2", "check_part3"):
+        got = run_part(cells, part, cwd=str(tmp_path), timeout=120, sandbox="off")
+        assert got.passed, (part, got)

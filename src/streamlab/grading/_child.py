@@ -196,12 +196,16 @@ def main() -> int:
         verdict.flush()
 
     # a judged check's run sends what it collected (streamlab.grading.transcript): the
-    # grader judges it again in its own process
+    # grader judges it again in its own process. Only the graded cell's checks send: a
+    # learner's own cell that runs a check (to try an answer) is not a graded call
     from . import transcript
 
+    graded_cell_runs = [False]
+
     def send_transcript(entry: dict) -> None:
-        verdict.write(f"{nonce} T {transcript.write(entry)}\n")
-        verdict.flush()
+        if graded_cell_runs[0]:
+            verdict.write(f"{nonce} T {transcript.write(entry)}\n")
+            verdict.flush()
 
     transcript._sink = send_transcript
 
@@ -225,6 +229,7 @@ def main() -> int:
             if found:
                 report(False, _tampered(found), "Tampered", errors)
                 return 0
+            graded_cell_runs[0] = True
             try:
                 _run_cell(cell["source"], name, ns, loop)
             except NotDoneYet as exc:
