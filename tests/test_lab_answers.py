@@ -14,7 +14,8 @@ from labtools import FIRST_HALF, LABS, cases, cells_of, grade_id, meta, notebook
     setup_code, submission
 
 from streamlab.check import CheckFailed
-from streamlab.grading import plan, run_part, transcript
+from streamlab import transcript
+from streamlab.grading import plan, run_part
 
 # --- the checks: wrong answers fail, right ones pass -----------------------------------------
 def after(lab, target):

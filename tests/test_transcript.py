@@ -1,17 +1,18 @@
 """Checks judged in the grader (issue 32, item 1): a judged check's run sends the grader a
-transcript of what it saw (streamlab.grading.transcript), and the grade is the grader's
+transcript of what it saw (streamlab.transcript), and the grade is the grader's
 own judge's verdict on it. What the part's process writes as a verdict is not a grade;
 a transcript that is missing, for another check or other arguments, or not in the format
 scores nothing; one whose record was rewritten in the learner's process is the hole that
 stays (kept below as an expected failure)."""
 
-import pytest
 import importlib
 
+import pytest
 from labtools import LABS, cells_of, setup_code, submission
 
+from streamlab import transcript
 from streamlab.grading import (GRADED, LOCKED, Verdict, judge_in_grader, judged_calls, plan,
-                               run_part, transcript)
+                               run_part)
 from streamlab.labs import lab02
 
 LAB = "lab02__events"
@@ -207,7 +208,7 @@ def test_a_host_wait_alone_is_refused_in_the_grader(tmp_path):
     "open (issue 32 item 1, what stays): the record is made in the learner's process, so "
     "code that rewrites it there (here, deleting its host wait from the check's log) is "
     "judged on the rewritten record, by the part's check and by the grader alike. See "
-    "streamlab.grading.transcript and labs/README.md"))
+    "streamlab.transcript and labs/README.md"))
 def test_a_record_rewritten_in_the_learners_process_scores_nothing(tmp_path):
     got = run_part(plan(submission(LAB, {"produce_then_consume": _REWRITES_ITS_RECORD})),
                    "check_part1", cwd=str(tmp_path), timeout=120, sandbox="off")
@@ -253,3 +254,26 @@ def test_a_check_the_learner_runs_in_a_cell_of_their_own_is_not_a_graded_call(tm
     for part in ("check_part1", "check_part2", "check_part3"):
         got = run_part(cells, part, cwd=str(tmp_path), timeout=120, sandbox="off")
         assert got.passed, (part, got)
+
+
+def _marked_locked(source):
+    """A cell the learner added and marked locked by hand: after nbgrader's autograde,
+    which takes the grade_id off a cell the gradebook does not know, it has no id."""
+    return {"cell_type": "code", "source": source, "outputs": [], "execution_count": None,
+            "metadata": {"nbgrader": {"locked": True, "solution": False, "grade": False}}}
+
+
+def test_a_cell_the_learner_marks_locked_is_the_learners(tmp_path):
+    """Marked locked, another lab's checks imported after the setup would have shadowed
+    lab 02's with an easier one's (lab 01's part 3 asks only for a stream's
+    synchronize), and would have run before the grader's audit hook: it is the
+    learner's cell, so replacing the lab's names is tampering."""
+    nb = submission(LAB, {"add_in_two_streams": "def add_in_two_streams(counter, s0, s1):\n"
+                                                "    s0.synchronize()\n"})
+    setup = next(i for i, c in enumerate(nb.cells)
+                 if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "setup")
+    nb.cells.insert(setup + 1, _marked_locked("from streamlab.labs.lab01 import *\n"))
+    cells = plan(nb)
+    assert [c["role"] for c in cells if "lab01" in c["source"]] == ["other"]
+    got = run_part(cells, "check_part3", cwd=str(tmp_path), timeout=120, sandbox="off")
+    assert not got.passed and got.kind == "Tampered" and "check_part3" in got.message, got

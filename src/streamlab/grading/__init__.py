@@ -29,7 +29,7 @@ nbgrader's ``Execute`` (see ``nbgrader_config.py``), so ``nbgrader autograde`` g
 this way.
 
 A lab whose module lists ``JUDGES`` (labs 02 and 03 so far) is judged in this process too: each
-of its checks sends a transcript of what it saw (:mod:`streamlab.grading.transcript`),
+of its checks sends a transcript of what it saw (:mod:`streamlab.transcript`),
 and :func:`judge_in_grader` judges it again with the check's own rules; the part's own
 pass is not a grade there.
 
@@ -131,7 +131,12 @@ def course_paths(root: str | None = None, source_directory: str = "solutions",
 
 
 def plan(nb) -> list[dict]:
-    """The notebook's code cells with their roles (locked, solution, graded, other)."""
+    """The notebook's code cells with their roles (locked, solution, graded, other).
+
+    A cell is the lab's own (locked) only with a ``grade_id`` as well: nbgrader's
+    autograde restores such a cell from the gradebook, and takes the id off a cell it does
+    not know. A cell the learner marked locked by hand is the learner's: it runs under the
+    grader's audit hook, and the names it defines are not the lab's."""
     cells = []
     for cell in nb["cells"]:
         if cell.get("cell_type") != "code":
@@ -141,7 +146,7 @@ def plan(nb) -> list[dict]:
             role = GRADED
         elif meta.get("solution"):
             role = SOLUTION
-        elif meta.get("locked"):
+        elif meta.get("locked") and meta.get("grade_id"):
             role = LOCKED
         else:
             role = OTHER  # a cell the learner added
@@ -343,12 +348,12 @@ def _arguments(check, kwargs: dict) -> dict:
 
 def judge_in_grader(cells: list[dict], part: str, transcripts: list, verdict: Verdict) -> Verdict:
     """The grade, judged in this process from the transcripts the part's process sent
-    (see :mod:`streamlab.grading.transcript`): each judged check the graded cell calls
+    (see :mod:`streamlab.transcript`): each judged check the graded cell calls
     must have sent one, for the same check and arguments, in order, and its judge must
     pass it. ``verdict`` (the part's own, a pass) stands when the cell calls no judged
     check; else a failure here replaces it."""
     from ..check import CheckFailed
-    from . import transcript as tr
+    from .. import transcript as tr
 
     calls = judged_calls(cells, part)
     if calls is None:

@@ -4,7 +4,7 @@ Reads the part's spec (JSON) from stdin, runs the notebook's cells in order (the
 graded cells left out), guards what the locked cells set up, and writes the verdict to
 the pipe it was given, after the number it was given (``<number> V <verdict>``), with
 the transcript of each judged check's run before it (``<number> T <transcript>``; see
-:mod:`streamlab.grading.transcript`).
+:mod:`streamlab.transcript`).
 """
 
 from __future__ import annotations
@@ -195,10 +195,10 @@ def main() -> int:
         verdict.write(f"{nonce} V {plain!r}\n")
         verdict.flush()
 
-    # a judged check's run sends what it collected (streamlab.grading.transcript): the
+    # a judged check's run sends what it collected (streamlab.transcript): the
     # grader judges it again in its own process. Only the graded cell's checks send: a
     # learner's own cell that runs a check (to try an answer) is not a graded call
-    from . import transcript
+    from .. import transcript
 
     graded_cell_runs = [False]
 

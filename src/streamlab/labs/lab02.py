@@ -12,7 +12,7 @@ from numba import cuda
 import streamlab
 
 from .. import check
-from ..grading.transcript import Run, pick_seed, send
+from ..transcript import Run, pick_seed, send
 from ..ops import internal, record_ops
 from ..order import analyze
 from . import no_races, part
@@ -101,7 +101,7 @@ def warm_up() -> None:
 # called under record_ops, the outputs copied back) and a judge (the rules and the
 # expected values, from the Run and the check's arguments alone). Under the grader the
 # run sends its Run to the grader, which judges it again in its own process: see
-# streamlab.grading.transcript.
+# streamlab.transcript.
 
 def check_part1(produce_then_consume, *, nonblocking=False, seed=None):
     """The consumer's stream waits for the producer with an event; the host does not."""

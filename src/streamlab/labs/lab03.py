@@ -14,7 +14,7 @@ from numba import cuda
 import streamlab
 
 from .. import check
-from ..grading.transcript import Run, send
+from ..transcript import Run, send
 from ..ops import internal, record_ops
 from ..order import analyze
 from . import no_races, part
@@ -128,7 +128,7 @@ def warm_up() -> None:
 
 # Each check is a run (in the learner's process) and a judge (from the Run and the check's
 # arguments alone), as lab 02's: under the grader the run sends its Run to the grader,
-# which judges it again in its own process (streamlab.grading.transcript).
+# which judges it again in its own process (streamlab.transcript).
 
 def _collected(ops, producers, consumers, rendezvous, buffer, **returned) -> Run:
     """The Run of the post's program: its streams by name, the buffer's final values."""

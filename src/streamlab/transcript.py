@@ -117,7 +117,7 @@ class Run:
     def key(self, name: str):
         """What identifies stream ``name`` (:meth:`~streamlab.ops.StreamRef.key`), in the
         learner's process and in the grader alike."""
-        from ..ops import StreamRef
+        from .ops import StreamRef
 
         s = self.streams[name]
         return (s if isinstance(s, StreamRef) else StreamRef.of(s)).key()
@@ -129,7 +129,7 @@ class Run:
 
     def equal(self, name: str, expected, label: str) -> None:
         """Output ``name`` equals ``expected`` (exactly, when it came as a digest)."""
-        from .. import check
+        from . import check
 
         got = self.outputs[name]
         if not isinstance(got, Digest):
@@ -204,7 +204,7 @@ def _region_dict(r) -> dict:
 
 def encode(check: str, kwargs: dict, run: Run) -> dict:
     """``run`` as a transcript (a dict of plain values; see the module's docstring)."""
-    from ..ops import StreamRef
+    from .ops import StreamRef
 
     events: dict = {}
     ops = []
@@ -268,7 +268,7 @@ def _need(d, key, types, where):
 
 
 def _stream(d, where):
-    from ..ops import StreamRef
+    from .ops import StreamRef
 
     if d is None:
         return None
@@ -278,7 +278,7 @@ def _stream(d, where):
 
 
 def _region(d, where):
-    from ..ops import Region
+    from .ops import Region
 
     parts = d.get("parts") if isinstance(d, dict) else None
     if parts is not None:
@@ -305,7 +305,7 @@ class _Event:
 def decode(entry: dict) -> Run:
     """A transcript back to a :class:`Run` the judge reads: an OpLog of Ops, StreamRefs,
     Digests and plain values (TranscriptError if anything is missing or of a wrong type)."""
-    from ..ops import KINDS, Op, OpLog
+    from .ops import KINDS, Op, OpLog
 
     events: dict = {}
     log = OpLog()
