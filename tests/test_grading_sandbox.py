@@ -352,3 +352,33 @@ def test_a_setting_replaced_by_one_that_only_compares_equal_is_tampering(tmp_pat
         assert "streamlab.labs.lab05.LONGEST_PAUSE" in got.message, got
     else:
         assert got.passed, got
+
+
+#: a learner's cell above the lab's setup that patches the lab's module before the lab
+#: imports it: lab 02's Run made to mark every host wait as the check's own
+_ABOVE_THE_SETUP = '''
+import dataclasses, streamlab.labs.lab02 as L
+from streamlab.ops import OpLog
+_Run = L.Run
+def Run(ops, *a, **k):
+    return _Run(OpLog(dataclasses.replace(op, internal=True) if op.kind == "sync" else op
+                      for op in ops), *a, **k)
+L.Run = Run
+'''
+
+
+def test_a_lab_module_patched_above_the_setup_is_tampering(tmp_path):
+    """The guard's first look at the lab's modules is taken before the learner's first
+    cell, wherever that cell sits (a cell above the setup once patched lab 02's Run into
+    the guard's baseline and passed a host wait: found by an attack)."""
+    from labtools import cells_of
+    nb = submission(LAB, {**cells_of(LAB, "solution"), "produce_then_consume": '''
+def produce_then_consume(src, data, out, producer_stream, consumer_stream):
+    producer[BLOCKS, THREADS, producer_stream](data, src)
+    producer_stream.synchronize()
+    consumer[BLOCKS, THREADS, consumer_stream](data, out)
+'''})
+    nb.cells.insert(0, {"cell_type": "code", "source": _ABOVE_THE_SETUP, "metadata": {},
+                        "outputs": [], "execution_count": None})
+    got = run_part(plan(nb), "check_part1", cwd=str(tmp_path), timeout=120, sandbox="off")
+    assert not got.passed and got.kind == "Tampered" and "lab02.Run" in got.message, got

@@ -169,3 +169,109 @@ def fan_out(src, data, outs, producer_stream, consumer_streams):
         consumer[BLOCKS, THREADS, s](data, outs[i])
 ''', "check_part2"),
 }
+
+# Wrong answers an attack on the judged grader found passing (2026-11-26): each passes
+# lab 02's checks today, in the learner's process and in the grader alike. name:
+# (graded cell, answer cell, code, where it shows: "both", or "sim" for the simulator's
+# own ways: a launch from a host function runs there, and its copies land at once).
+KNOWN_HOLES = {
+    "a host wait inside streamlab's own internal()": ("check_part1", "produce_then_consume", '''
+from streamlab.ops import internal
+def produce_then_consume(src, data, out, producer_stream, consumer_stream):
+    producer[BLOCKS, THREADS, producer_stream](data, src)
+    with internal():
+        producer_stream.synchronize()
+    consumer[BLOCKS, THREADS, consumer_stream](data, out)
+''', "both"),
+
+    "fan-out: an unwaited event to count, and a host wait inside internal()": (
+        "check_part2", "fan_out", '''
+from streamlab.ops import internal
+def fan_out(src, data, outs, producer_stream, consumer_streams):
+    producer[BLOCKS, THREADS, producer_stream](data, src)
+    cuda.event().record(producer_stream)
+    with internal():
+        producer_stream.synchronize()
+    for out, s in zip(outs, consumer_streams):
+        consumer[BLOCKS, THREADS, s](data, out)
+''', "both"),
+
+    "the host waits for a host function's threading.Event": (
+        "check_part1", "produce_then_consume", '''
+import threading
+from streamlab.hostfn import launch_host_func
+def produce_then_consume(src, data, out, producer_stream, consumer_stream):
+    producer[BLOCKS, THREADS, producer_stream](data, src)
+    done = threading.Event()
+    launch_host_func(producer_stream, done.set)
+    done.wait()
+    consumer[BLOCKS, THREADS, consumer_stream](data, out)
+''', "both"),
+
+    "the consumer launched from inside a host function": (
+        "check_part1", "produce_then_consume", '''
+import time
+from streamlab.hostfn import launch_host_func
+def produce_then_consume(src, data, out, producer_stream, consumer_stream):
+    producer[BLOCKS, THREADS, producer_stream](data, src)
+    launch_host_func(producer_stream,
+                     lambda: consumer[BLOCKS, THREADS, consumer_stream](data, out))
+    time.sleep(0.3)
+''', "sim"),
+
+    "the value returned as an int that reads the counter later": (
+        "check_part3", "add_in_two_streams", '''
+class Later(int):
+    def __new__(cls, counter):
+        self = super().__new__(cls, 0)
+        self.counter = counter
+        return self
+    def __int__(self):
+        return int(self.counter.copy_to_host()[0])
+    def __array__(self, dtype=None, copy=None):
+        return np.asarray(int(self), dtype=dtype)
+def add_in_two_streams(counter, s0, s1):
+    update_counter[1, 1, s0](counter, 10)
+    update_counter[1, 1, s1](counter, 20)
+    e = cuda.event()
+    e.record(s0)
+    e.wait(s1)
+    counter.copy_to_host(cuda.pinned_array(1, np.int32), stream=s1)
+    return Later(counter)
+''', "both"),
+
+    "a copy into pinned memory, read before it is waited for": (
+        "check_part3", "add_in_two_streams", '''
+def add_in_two_streams(counter, s0, s1):
+    update_counter[1, 1, s0](counter, 10)
+    e = cuda.event()
+    e.record(s0)
+    update_counter[1, 1, s1](counter, 20)
+    e.wait(s1)
+    host = cuda.pinned_array(1, np.int32)
+    counter.copy_to_host(host, stream=s1)
+    return int(host[0])
+''', "sim"),
+
+    "the counter read behind the simulator's back, another array copied back": (
+        "check_part3", "add_in_two_streams", '''
+def add_in_two_streams(counter, s0, s1):
+    update_counter[1, 1, s0](counter, 10)
+    update_counter[1, 1, s1](counter, 20)
+    value = int(counter._ary[0])
+    cuda.synchronize()
+    cuda.device_array(1).copy_to_host()
+    return value
+''', "sim"),
+
+    "one block for the whole array, its output's copy_to_host replaced": (
+        "check_part1", "produce_then_consume", '''
+def produce_then_consume(src, data, out, producer_stream, consumer_stream):
+    ready = cuda.event()
+    producer[1, THREADS, producer_stream](data, src)
+    ready.record(producer_stream)
+    ready.wait(consumer_stream)
+    consumer[1, THREADS, consumer_stream](data, out)
+    out.copy_to_host = lambda *a, **k: 3 * src.copy_to_host() + 1
+''', "both"),
+}
