@@ -8,8 +8,9 @@ for the address allocated, a free is the learner's only when they closed the buf
 when Python let go of it), the launches must use the buffer's memory, and a partial's or
 a callable object's code is found. Those cases are kept answers now
 (``exercise_answers_later.py``). What remains is issue 32's class, the recording steered
-from inside the learner's process: allocations and frees noted by hand, and a host wait
-hidden inside ``streamlab.ops.internal()``."""
+from inside the learner's process: allocations and frees noted by hand. (A host wait
+hidden inside ``streamlab.ops.internal()`` is refused now: only streamlab's own code may
+use it.)"""
 
 import os
 import subprocess
@@ -61,10 +62,18 @@ WRONG_PASSING = {
                         (_ALLOC, '    note_allocation("alloc", handle_of(stream), 4 * d_x.size)\n'),
                         (_VIEW, "    scratch = cuda.device_array(d_x.size, np.float32)\n"),
                         (_CLOSE, '    note_allocation("free", handle_of(stream))\n')),
-    "host sync hidden inside streamlab.ops.internal()":
-        "from streamlab.ops import internal\n"
-        + change(SOLUTION, (_CLOSE, "    with internal():\n        stream.sync()\n" + _CLOSE)),
 }
+
+#: cheats once passed, refused now
+HIDDEN_INSIDE_INTERNAL = "from streamlab.ops import internal\n" + change(
+    SOLUTION, (_CLOSE, "    with internal():\n        stream.sync()\n" + _CLOSE))
+
+
+def test_a_host_sync_hidden_inside_streamlabs_internal_is_refused():
+    """streamlab.ops.internal() marks streamlab's own operations; the learner's code
+    cannot use it to hide its own (it passed before, the sync left out as streamlab's)."""
+    got = verdict(HIDDEN_INSIDE_INTERNAL)
+    assert got.startswith("refused:") and "cannot use it" in got, got
 
 
 @pytest.mark.parametrize("source", list(WRONG_PASSING.values()), ids=list(WRONG_PASSING))

@@ -112,10 +112,16 @@ def waits_for(ops: OpLog, before, after, label: str = "the consumer",
 
 def no_host_sync(ops: OpLog, label: str = "") -> None:
     """The host did not wait in the recorded code: no synchronize (device, stream or
-    event), no ``event.query()`` that found the work done, and no copy the host had to
-    wait for (a copy to the host with no stream, or into pageable memory). ``label``
+    event), no ``event.query()`` that found the work done, no copy the host had to
+    wait for (a copy to the host with no stream, or into pageable memory), and no CUDA
+    call made from inside a host function (CUDA forbids it). ``label``
     names the code (``"produce_then_consume"``) in the message."""
     where = f" inside {label}" if label else ""
+    from_hostfn = [op for op in ops.user() if "issued_in_host_function" in op.detail]
+    if from_hostfn:
+        fail(f"{from_hostfn[0].describe()} was issued from inside a host function{where}: "
+             f"CUDA forbids any CUDA call there (on a GPU it fails). Issue the work from "
+             f"the host, ordered by events")
     waits = ops.syncs() + [op for op in ops.queries() if op.detail.get("result")]
     if waits:
         kinds = ", ".join(sorted({op.describe().split(" (")[0] for op in waits}))

@@ -497,6 +497,10 @@ def call_started_at() -> float:
     return time.perf_counter()
 
 
+#: streamlab's own folder: only code there may mark its operations as streamlab's
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
 class _Internal:
     """What :func:`internal` returns: a context manager (a class, not a generator: it
     sits inside every span, whose host cost should be small)."""
@@ -504,6 +508,13 @@ class _Internal:
     __slots__ = ("depth",)
 
     def __enter__(self):
+        caller = sys._getframe(1).f_code.co_filename
+        if not caller.startswith(_PACKAGE):
+            raise RuntimeError(
+                "streamlab.ops.internal() marks the operations streamlab itself issues (a "
+                "timeline's events, a check's own work), so that checks leave them out: "
+                "code outside streamlab cannot use it. Take it out; your operations are "
+                "your code's own")
         self.depth = getattr(_tls, "internal", 0)
         _tls.internal = self.depth + 1
 
@@ -621,6 +632,8 @@ def emit(kind: str, name: str, stream=None, *, event=None, pinned=None, blocking
         ref = _ref(stream)
     if kind == "host" and getattr(_tls, "hostfn", None) is not None:
         detail = dict(detail or {}, in_host_function=_tls.hostfn)
+    elif getattr(_tls, "hostfn", None) is not None:  # a CUDA call from a host function
+        detail = dict(detail or {}, issued_in_host_function=_tls.hostfn)
     if getattr(_tls, "graph", None) is not None:  # a node of a graph being replayed
         detail = dict(detail or {}, graph_node=_tls.graph)
     op = Op(0, kind, name, ref, event=event, pinned=pinned,

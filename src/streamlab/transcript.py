@@ -142,6 +142,19 @@ class Run:
             check.fail(f"{label}: the values the grader received are not the expected ones")
 
 
+def copied(array):
+    """``array`` copied to the host through its class's own ``copy_to_host``: a method the
+    learner's code put on the array itself is not the copy."""
+    return type(array).copy_to_host(array)
+
+
+def plain_int(value) -> bool:
+    """Is ``value`` a Python int or one of numpy's own integers (not a subclass of either,
+    whose conversion would run the learner's code)?"""
+    return type(value) is int or (isinstance(value, np.integer)
+                                  and type(value).__module__ == "numpy")
+
+
 def pick_seed(seed):
     """``seed``, or a fresh one when it is None: the judge makes its expected values from
     the seed the check used, so the check always uses one it can send."""
@@ -227,10 +240,11 @@ def encode(check: str, kwargs: dict, run: Run) -> dict:
             returned[name] = events.setdefault(id(event), (len(events) + 1, event))[0]
     values = {}
     for name, value in run.values.items():
-        if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        if plain_int(value):
             values[name] = int(value)
-        else:
-            values[name] = {"type": type(value).__name__, "repr": _plain(repr(value))[:200]}
+        else:  # (its own repr could be the learner's code: the object's, by type and id)
+            values[name] = {"type": str.__add__("", type(value).__name__),
+                            "repr": object.__repr__(value)}
     return {"format": FORMAT, "check": _plain(check), "kwargs": _plain(dict(kwargs)),
             "ops": ops,
             "streams": {n: _stream_dict(s if isinstance(s, StreamRef) else StreamRef.of(s))

@@ -170,11 +170,11 @@ def fan_out(src, data, outs, producer_stream, consumer_streams):
 ''', "check_part2"),
 }
 
-# Wrong answers an attack on the judged grader found passing (2026-11-26): each passes
-# lab 02's checks today, in the learner's process and in the grader alike. name:
-# (graded cell, answer cell, code, where it shows: "both", or "sim" for the simulator's
-# own ways: a launch from a host function runs there, and its copies land at once).
-KNOWN_HOLES = {
+# Wrong answers an attack on the judged grader found passing (2026-11-26), now refused.
+# name: (graded cell, answer cell, code, where it shows: "both", or "sim" for the
+# simulator's own ways: a launch from a host function runs there, and its arrays can be
+# read behind its back).
+FOUND_BY_ATTACK = {
     "a host wait inside streamlab's own internal()": ("check_part1", "produce_then_consume", '''
 from streamlab.ops import internal
 def produce_then_consume(src, data, out, producer_stream, consumer_stream):
@@ -275,3 +275,25 @@ def produce_then_consume(src, data, out, producer_stream, consumer_stream):
     out.copy_to_host = lambda *a, **k: 3 * src.copy_to_host() + 1
 ''', "both"),
 }
+
+_SAYS = {
+    "a host wait inside streamlab's own internal()": "code outside streamlab cannot use it",
+    "fan-out: an unwaited event to count, and a host wait inside internal()":
+        "code outside streamlab cannot use it",
+    "the host waits for a host function's threading.Event":
+        "waited inside produce_then_consume for a host function",
+    "the consumer launched from inside a host function": "issued from inside a host function",
+    "the value returned as an int that reads the counter later": "never waited for",
+    "a copy into pinned memory, read before it is waited for": "never waited for",
+    "the counter read behind the simulator's back, another array copied back":
+        "never copied back",
+    "one block for the whole array, its output's copy_to_host replaced": "values are wrong",
+}
+WRONG.update({name: (target, code, check_id, _SAYS[name])
+              for name, (check_id, target, code, where) in FOUND_BY_ATTACK.items()
+              if where == "both"})
+#: wrong on the simulator only (on a GPU each fails otherwise: the launch in a host
+#: function with CUDA's error, the simulator's array with an AttributeError)
+WRONG_ON_SIMULATOR = {name: (target, code, check_id, _SAYS[name])
+                      for name, (check_id, target, code, where) in FOUND_BY_ATTACK.items()
+                      if where == "sim"}

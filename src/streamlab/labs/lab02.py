@@ -12,7 +12,7 @@ from numba import cuda
 import streamlab
 
 from .. import check
-from ..transcript import Run, pick_seed, send
+from ..transcript import Run, copied, pick_seed, plain_int, send
 from ..ops import internal, record_ops
 from ..order import analyze
 from . import no_races, part
@@ -116,7 +116,7 @@ def check_part1(produce_then_consume, *, nonblocking=False, seed=None):
             produce_then_consume(src, data, out, p_stream, c_stream)
         cuda.synchronize()
         run = Run(ops, {"producer": p_stream, "consumer": c_stream},
-                  {"out": out.copy_to_host()})
+                  {"out": copied(out)})
         judge_part1(send(f"{__name__}.check_part1", {"nonblocking": nonblocking, "seed": seed},
                          run), nonblocking=nonblocking, seed=seed)
 
@@ -125,6 +125,7 @@ def judge_part1(run, *, nonblocking=False, seed):
     """Part 1's rules and expected output, from what the run collected."""
     ops = run.ops
     check.no_host_sync(ops, "produce_then_consume")
+    _no_wait_on_a_host_function(ops, "produce_then_consume")
     check.one_launch_per_stream(ops, "producer", [run.stream("producer")])
     check.one_launch_per_stream(ops, "consumer", [run.stream("consumer")])
     order = analyze(ops)
@@ -147,7 +148,7 @@ def check_part2(fan_out, *, count=3, seed=None):
             fan_out(src, data, outs, p_stream, c_streams)
         cuda.synchronize()
         given = {"producer": p_stream, **{f"consumer {i}": s for i, s in enumerate(c_streams)}}
-        run = Run(ops, given, {f"out {i}": out.copy_to_host() for i, out in enumerate(outs)})
+        run = Run(ops, given, {f"out {i}": copied(out) for i, out in enumerate(outs)})
         judge_part2(send(f"{__name__}.check_part2", {"count": count, "seed": seed}, run),
                     count=count, seed=seed)
 
@@ -156,6 +157,7 @@ def judge_part2(run, *, count=3, seed):
     """Part 2's rules and expected outputs, from what the run collected."""
     ops = run.ops
     check.no_host_sync(ops, "fan_out")
+    _no_wait_on_a_host_function(ops, "fan_out")
     check.one_launch_per_stream(ops, "producer", [run.stream("producer")])
     check.one_launch_per_stream(ops, "consumer",
                                 [run.stream(f"consumer {i}") for i in range(count)])
@@ -191,8 +193,11 @@ def check_part3(add_in_two_streams, *, start=0):
 def judge_part3(run, *, start=0):
     """Part 3's rules and expected value, from what the run collected."""
     ops = run.ops
+    _no_wait_on_a_host_function(ops, "add_in_two_streams")
     check.one_launch_per_stream(ops, "update_counter", [run.stream("s0"), run.stream("s1")])
-    reads = [op for op in ops.user() if op.kind == "copy" and op.name == "d2h"]
+    counter = [r for op in ops.launches("update_counter") for r in op.atomics + op.writes]
+    reads = [op for op in ops.user() if op.kind == "copy" and op.name == "d2h"
+             and any(r.overlaps(c) for r in op.reads for c in counter)]
     if not reads:
         check.fail("the counter was never copied back to the host: "
                    "counter.copy_to_host() after both additions are done")
@@ -202,12 +207,26 @@ def judge_part3(run, *, start=0):
             check.fail(f"the counter was read before the addition in {name} had to be "
                        f"done: wait for it first ({name}.synchronize(), or an event "
                        f"recorded in {name} after the launch, then event.synchronize())")
+    if not order.host_after(reads[-1], thread=ops[0].thread):  # (the check's own thread)
+        check.fail("the counter's copy to the host was never waited for before its value "
+                   "was used: wait for the copy's stream (stream.synchronize(), or an "
+                   "event recorded after the copy, then event.synchronize())")
     no_races(ops, order)
     value = run.values["value"]
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+    if not plain_int(value):
         check.fail(f"add_in_two_streams returned {run.type_name('value')} {value!r}: "
                    f"return the counter's value as a Python int")
     check.equal(value, start + 30, "the value returned")
+
+
+def _no_wait_on_a_host_function(ops, label):
+    """Fail if the host waited on a host function (a threading.Event it set, a future it
+    resolved): a host wait like any other, which lab 02's functions must not make."""
+    awaited = [op for op in ops if op.kind == "sync" and op.name == "awaited"]
+    if awaited:
+        check.fail(f"the host waited inside {label} for a host function (a threading.Event "
+                   f"or a future it set): that is a host wait like stream.synchronize(). "
+                   f"Order the work with events, and let the caller wait")
 
 
 #: the checks the grader judges again in its own process: check name -> (judge, part)

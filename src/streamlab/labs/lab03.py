@@ -14,7 +14,7 @@ from numba import cuda
 import streamlab
 
 from .. import check
-from ..transcript import Run, send
+from ..transcript import Run, copied, send
 from ..ops import internal, record_ops
 from ..order import analyze
 from . import no_races, part
@@ -136,7 +136,7 @@ def _collected(ops, producers, consumers, rendezvous, buffer, **returned) -> Run
     streams = {**{f"producer {i}": s for i, s in enumerate(producers)},
                **{f"consumer {i}": s for i, s in enumerate(consumers)},
                "rendezvous": rendezvous}
-    return Run(ops, streams, {"buffer": buffer.copy_to_host()}, **returned)
+    return Run(ops, streams, {"buffer": copied(buffer)}, **returned)
 
 
 def check_part1(make_barrier, *, m=4, n=2):
