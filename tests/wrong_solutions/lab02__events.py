@@ -210,13 +210,16 @@ def produce_then_consume(src, data, out, producer_stream, consumer_stream):
 
     "the consumer launched from inside a host function": (
         "check_part1", "produce_then_consume", '''
-import time
+import threading
 from streamlab.hostfn import launch_host_func
 def produce_then_consume(src, data, out, producer_stream, consumer_stream):
     producer[BLOCKS, THREADS, producer_stream](data, src)
-    launch_host_func(producer_stream,
-                     lambda: consumer[BLOCKS, THREADS, consumer_stream](data, out))
-    time.sleep(0.3)
+    launched = threading.Event()
+    def body():
+        consumer[BLOCKS, THREADS, consumer_stream](data, out)
+        launched.set()
+    launch_host_func(producer_stream, body)
+    launched.wait()
 ''', "sim"),
 
     "the value returned as an int that reads the counter later": (
