@@ -242,9 +242,12 @@ def encode(check: str, kwargs: dict, run: Run) -> dict:
     for name, value in run.values.items():
         if plain_int(value):
             values[name] = int(value)
-        else:  # (its own repr could be the learner's code: the object's, by type and id)
+        else:  # (a type of the learner's own could run its code in repr: then the
+            # object's, by type and id)
+            own = type(value).__module__ in ("builtins", "numpy")
             values[name] = {"type": str.__add__("", type(value).__name__),
-                            "repr": object.__repr__(value)}
+                            "repr": str.__add__("", repr(value) if own
+                                                else object.__repr__(value))}
     return {"format": FORMAT, "check": _plain(check), "kwargs": _plain(dict(kwargs)),
             "ops": ops,
             "streams": {n: _stream_dict(s if isinstance(s, StreamRef) else StreamRef.of(s))

@@ -170,6 +170,24 @@ def fan_out(src, data, outs, producer_stream, consumer_streams):
 ''', "check_part2"),
 }
 
+WRONG.update({
+    "forgets to return the value": ("add_in_two_streams", '''
+def add_in_two_streams(counter, s0, s1):
+    update_counter[1, 1, s0](counter, 10)
+    update_counter[1, 1, s1](counter, 20)
+    cuda.synchronize()
+    counter.copy_to_host()[0]
+''', "check_part3", "did you forget the return"),
+
+    "returns the host copy, not its element": ("add_in_two_streams", '''
+def add_in_two_streams(counter, s0, s1):
+    update_counter[1, 1, s0](counter, 10)
+    update_counter[1, 1, s1](counter, 20)
+    cuda.synchronize()
+    return counter.copy_to_host()
+''', "check_part3", "int(host_copy[0])"),
+})
+
 # Wrong answers an attack on the judged grader found passing (2026-11-26), now refused.
 # name: (graded cell, answer cell, code, where it shows: "both", or "sim" for the
 # simulator's own ways: a launch from a host function runs there, and its arrays can be

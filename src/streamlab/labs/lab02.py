@@ -214,8 +214,13 @@ def judge_part3(run, *, start=0):
     no_races(ops, order)
     value = run.values["value"]
     if not plain_int(value):
-        check.fail(f"add_in_two_streams returned {run.type_name('value')} {value!r}: "
-                   f"return the counter's value as a Python int")
+        kind = run.type_name("value")
+        if kind == "NoneType":
+            check.fail("add_in_two_streams returned nothing (None): did you forget the "
+                       "return? Return the counter's value as a Python int")
+        hint = (": take its one element, int(host_copy[0])" if kind == "ndarray" else "")
+        check.fail(f"add_in_two_streams returned {kind} {value!r}: return the counter's "
+                   f"value as a Python int{hint}")
     check.equal(value, start + 30, "the value returned")
 
 
