@@ -18,17 +18,29 @@ from streamlab.labs import lab02
 LAB = "lab02__events"
 
 
-def sent_by(graded_source, answers=None):
-    """The transcripts lab 02's graded cell ``graded_source`` sends, run in this process
-    with the solution's answers (``answers`` replacing some), as the pipe carries them."""
+def lab_namespace(answers=None):
+    """Lab 02's setup and the solution's answers (``answers`` replacing some), run in a
+    namespace of this process, as the notebook's cells would."""
     ns = {"__name__": "__lab__"}
     exec(setup_code(LAB), ns)  # noqa: S102
-    for name, source in {**cells_of(LAB, "solution"), **(answers or {})}.items():
+    for source in {**cells_of(LAB, "solution"), **(answers or {})}.values():
         exec(source, ns)  # noqa: S102
+    return ns
+
+
+def sent_by(graded_source, answers=None, *, fails=False):
+    """The transcripts lab 02's graded cell ``graded_source`` sends, run in this process
+    with the solution's answers (``answers`` replacing some), as the pipe carries them.
+    ``fails``: the cell's check must fail (what it sent before failing is returned)."""
+    ns = lab_namespace(answers)
     sent = []
     transcript._sink = sent.append
     try:
-        exec(graded_source, ns)  # noqa: S102
+        if fails:
+            with pytest.raises(lab02.check.CheckFailed):
+                exec(graded_source, ns)  # noqa: S102
+        else:
+            exec(graded_source, ns)  # noqa: S102
     finally:
         transcript._sink = None
     return [transcript.write(e) for e in sent]
@@ -64,19 +76,10 @@ def produce_then_consume(src, data, out, producer_stream, consumer_stream):
     texts = sent_by("check_part1(produce_then_consume)\n"
                     "check_part1(produce_then_consume, nonblocking=True, seed=7)")
     # the wrong answer's transcript, in place of the right one's first
-    ns = {"__name__": "__lab__"}
-    exec(setup_code(LAB), ns)  # noqa: S102
-    exec(wrong, ns)  # noqa: S102
-    got = []
-    transcript._sink = got.append
-    try:
-        with pytest.raises(lab02.check.CheckFailed):
-            lab02.check_part1(ns["produce_then_consume"])
-    finally:
-        transcript._sink = None
+    got = sent_by("check_part1(produce_then_consume)", {"produce_then_consume": wrong},
+                  fails=True)
     assert len(got) == 1
-    verdict = judge_in_grader(cells(), "check_part1", [transcript.write(got[0]), texts[1]],
-                              PASSED)
+    verdict = judge_in_grader(cells(), "check_part1", [got[0], texts[1]], PASSED)
     assert not verdict.passed and verdict.kind == "CheckFailed", verdict
     assert verdict.message.startswith("Part 1: you synchronized the host"), verdict
 
@@ -129,10 +132,7 @@ def test_transcripts_missing_extra_or_unreadable_score_nothing(texts, says):
 def test_the_record_survives_the_pipe():
     """Every field the judge reads comes back: streams, regions, events (one number, one
     object), details; the order of operations gives the same verdicts."""
-    ns = {"__name__": "__lab__"}
-    exec(setup_code(LAB), ns)  # noqa: S102
-    for source in cells_of(LAB, "solution").values():
-        exec(source, ns)  # noqa: S102
+    ns = lab_namespace()
     got = []
     transcript._sink = got.append
     original = []
