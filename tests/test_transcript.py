@@ -277,3 +277,14 @@ def test_a_cell_the_learner_marks_locked_is_the_learners(tmp_path):
     assert [c["role"] for c in cells if "lab01" in c["source"]] == ["other"]
     got = run_part(cells, "check_part3", cwd=str(tmp_path), timeout=120, sandbox="off")
     assert not got.passed and got.kind == "Tampered" and "check_part3" in got.message, got
+
+
+def test_a_streamref_is_its_own_streamref():
+    """The judges name streams by StreamRef.of, in the learner's process (numba streams)
+    and in the grader (a transcript's StreamRefs) alike."""
+    from numba import cuda
+
+    from streamlab.ops import StreamRef
+
+    ref = StreamRef.of(cuda.stream())
+    assert StreamRef.of(ref) is ref

@@ -119,8 +119,7 @@ class Run:
         learner's process and in the grader alike."""
         from .ops import StreamRef
 
-        s = self.streams[name]
-        return (s if isinstance(s, StreamRef) else StreamRef.of(s)).key()
+        return StreamRef.of(self.streams[name]).key()
 
     def type_name(self, name: str) -> str:
         """The type of returned value ``name``, by name (as the learner's process saw it)."""
@@ -164,11 +163,6 @@ def pick_seed(seed):
         raise TypeError(f"seed must be a whole number or None, not {type(seed).__name__} "
                         f"{seed!r}")
     return int(seed)
-
-
-def grading() -> bool:
-    """Is this the grader's child process, with somewhere to send transcripts?"""
-    return _sink is not None
 
 
 def send(check: str, kwargs: dict, run: Run) -> Run:
@@ -250,7 +244,7 @@ def encode(check: str, kwargs: dict, run: Run) -> dict:
                                                 else object.__repr__(value))}
     return {"format": FORMAT, "check": _plain(check), "kwargs": _plain(dict(kwargs)),
             "ops": ops,
-            "streams": {n: _stream_dict(s if isinstance(s, StreamRef) else StreamRef.of(s))
+            "streams": {n: _stream_dict(StreamRef.of(s))
                         for n, s in run.streams.items()},
             "outputs": {n: {"dtype": d.dtype, "shape": list(d.shape), "sha256": d.sha256}
                         for n, d in ((n, Digest.of(a)) for n, a in run.outputs.items())},
