@@ -382,3 +382,28 @@ def produce_then_consume(src, data, out, producer_stream, consumer_stream):
                         "outputs": [], "execution_count": None})
     got = run_part(plan(nb), "check_part1", cwd=str(tmp_path), timeout=120, sandbox="off")
     assert not got.passed and got.kind == "Tampered" and "lab02.Run" in got.message, got
+
+
+@pytest.mark.parametrize("lab", ["lab01__eight_streams", "lab02__events"])
+def test_an_answer_that_does_not_compile_is_named_at_the_check(tmp_path, lab):
+    """A syntax error in an answer cell leaves its function undefined, and the check
+    then fails with a NameError that names the function: the verdict also says which
+    cell of the learner's failed before, with its error, and what to do."""
+    answers = cells_of(lab, "solution")
+    target = next(iter(answers))
+    broken = answers[target].replace("def ", "def (", 1)
+    cells = plan(submission(lab, {**answers, target: broken}))
+    part = next(c["id"] for c in cells if c["role"] == "graded")
+    got = run_part(cells, part, cwd=str(tmp_path), timeout=120, sandbox="off")
+    assert not got.passed and got.kind == "NameError", got
+    assert "a cell of yours failed: " + target + ": SyntaxError" in got.message, got
+    assert got.message.endswith("then this check again"), got
+    # the right answer, with a failing cell of the learner's own beside it, still passes:
+    # a failed cell that the check does not need costs nothing, and is shown
+    cells = plan(submission(lab, answers))
+    at = next(i for i, c in enumerate(cells) if c["role"] == "graded")
+    cells.insert(at, {**cells[at], "role": "other", "id": "", "source": "def (oops):\n    pass"})
+    got = run_part(cells, part, cwd=str(tmp_path), timeout=120, sandbox="off")
+    assert got.passed, got
+    assert [e.split(":")[:2] for e in got.learner_errors] == [["a cell of yours",
+                                                               " SyntaxError"]], got

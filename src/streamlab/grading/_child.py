@@ -243,11 +243,11 @@ def main() -> int:
             try:
                 _run_cell(cell["source"], name, ns, loop)
             except NotDoneYet as exc:
-                report(False, str(exc), "NotDoneYet", errors)
+                report(False, str(exc) + _earlier(errors), "NotDoneYet", errors)
             except CheckFailed as exc:
-                report(False, str(exc), "CheckFailed", errors)
+                report(False, str(exc) + _earlier(errors), "CheckFailed", errors)
             except BaseException as exc:  # noqa: BLE001  (any failure fails the part)
-                report(False, _explain(exc), type(exc).__name__, errors)
+                report(False, _explain(exc) + _earlier(errors), type(exc).__name__, errors)
             else:
                 found = guard.problems(ns)
                 if found:
@@ -273,6 +273,17 @@ def main() -> int:
             guard.snapshot_modules()  # modules the lab's own cells imported
     report(False, f"the graded cell {part!r} is missing from the notebook", "Missing", errors)
     return 0
+
+
+def _earlier(errors: list[str]) -> str:
+    """What to fix first, when a cell of the learner's failed before the check ran: a
+    syntax error in an answer cell leaves its function undefined, and the check then
+    fails with a NameError that names the function, not the error."""
+    if not errors:
+        return ""
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return (f". Before this check ran, a cell of yours failed: {errors[0]}{more}. Fix that "
+            f"cell first, run the notebook from the top, then this check again")
 
 
 def _tampered(found: list[str]) -> str:
