@@ -33,6 +33,9 @@
 # an H100 or an H200 (2026-11-26), 5 with the benchmark and the model. In two parts: PART=t1 (the exercises' and labs' kept answers, 286 tests)
 # then PART=t2 EARLIER=t1's $OUT NOTEBOOKS_JSON=the notebooks' JSON (the other 614, and the
 # page from both).
+# PART=sanitizer: compute-sanitizer finds the planted errors of scripts/sanitize.py, and
+# memcheck finds none in the lab solutions ($OUT gets sanitizer.txt, .json and .md, the
+# page for docs/sanitizer.md). A few minutes.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-out}
@@ -47,8 +50,8 @@ case "$PART" in
   nb5) NOTEBOOKS="notebooks/10__capstone__streamed_pipeline.ipynb" ;;
   t1) TESTS=$KEPT_ANSWERS ;;
   t2) TESTS=$(for f in $KEPT_ANSWERS; do printf -- '--ignore=%s ' "$f"; done) ;;
-  all|notebooks|tests) ;;
-  *) echo "PART=$PART: use all, notebooks, tests, nb1 to nb5, t1 or t2 (see the top of this script)" >&2
+  all|notebooks|tests|sanitizer) ;;
+  *) echo "PART=$PART: use all, notebooks, tests, sanitizer, nb1 to nb5, t1 or t2 (see the top of this script)" >&2
      exit 2 ;;
 esac
 case "$PART" in nb?) PART=notebooks ;; t?) PART=tests ;; esac
@@ -62,6 +65,14 @@ export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" STREAMLAB_DEVICE=gpu PYT
 status=0
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; python3 -m streamlab doctor; } \
   > "$OUT/doctor.txt" 2>&1 || status=1
+if [ "$PART" = sanitizer ]; then
+  # compute-sanitizer: the planted errors found, the lab solutions clean (memcheck)
+  python3 scripts/sanitize.py --json "$OUT/sanitizer.json" --out "$OUT/sanitizer.md" \
+    > "$OUT/sanitizer.txt" 2>&1 || status=1
+  cat "$OUT/sanitizer.txt"
+  echo "gpu-check: exit status $status"
+  exit "$status"
+fi
 if [ "$PART" != tests ]; then
   # the notebooks first, executed in place: the tests then check what will be committed
   # shellcheck disable=SC2086  # NOTEBOOKS and TESTS are lists of paths and globs
