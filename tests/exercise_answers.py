@@ -150,6 +150,11 @@ def wait_for_all(producer_events, stream):
     barrier.record(rendezvous)
     barrier.wait(stream)
 """,
+        "last first, in reverse order": """
+def wait_for_all(producer_events, stream):
+    for event in reversed(producer_events):
+        event.wait(stream)
+""",
     },
     ("03", 2, "wait_for_own"): {
         "solution": """
@@ -428,6 +433,16 @@ def wait_for_all(producer_events, stream):
 def wait_for_all(producer_events, stream):
     producer_events[0].wait(stream)
 """, "never waits for producer"),
+        "the port's wait, on the last producer only (the lesson's diagnosis)": ("""
+def wait_for_all(producer_events, stream):
+    producer_events[-1].wait(stream)
+""", "never waits for producer 0"),
+        "every event waited for, in a stream of its own": ("""
+def wait_for_all(producer_events, stream):
+    other = cuda.stream()
+    for event in producer_events:
+        event.wait(other)
+""", "never waits for producer 0"),
     },
     ("03", 2, "wait_for_own"): {
         "every consumer waits for every producer": ("""
