@@ -339,7 +339,9 @@ def test_the_page_opens_with_each_runs_summary_and_folds_the_skipped_tests_at_it
 
 @pytest.mark.parametrize("args, says", [
     (["--reps", "0"], "--reps 0: grade each lab at least once"),
-    (["lab99__none"], "lab99__none: no such lab in solutions/")])
+    (["lab99__none"], "lab99__none: no such lab in solutions/"),
+    (["--compare", "judging", "lab01__eight_streams"],
+     "lab01__eight_streams: its checks are not judged in the grader")])
 def test_the_grading_benchmark_refuses_bad_input_plainly(args, says):
     import subprocess
 
@@ -500,3 +502,20 @@ def test_gc_during_tests_names_the_test_and_the_thread_of_each_collection(tmp_pa
     none = subprocess.run([sys.executable, str(ROOT / "scripts" / "gc_during_tests.py")],
                           capture_output=True, text=True)
     assert none.returncode == 2 and "give pytest's arguments after --" in none.stderr
+
+
+def test_the_concurrent_start_benchmark_runs_and_refuses_bad_input():
+    """benchmarks/concurrent_start.py (lesson 03's staggered producers, to be measured on
+    a GPU): on the simulator it runs each variant and marks no part wrong; a single
+    producer is refused, saying why."""
+    import subprocess
+
+    script = str(ROOT / "benchmarks" / "concurrent_start.py")
+    out = subprocess.run([sys.executable, script, "--reps", "1"], capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-800:]
+    rows = [ln for ln in out.stdout.splitlines() if ln.startswith(("off ", "on "))]
+    assert len(rows) == 4 and all("...." in r for r in rows), out.stdout
+    bad = subprocess.run([sys.executable, script, "--m", "1"], capture_output=True,
+                         text=True, timeout=300)
+    assert bad.returncode == 2 and "at least one run and two producers" in bad.stderr

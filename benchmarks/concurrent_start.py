@@ -1,0 +1,117 @@
+"""Do m spin kernels on m fresh streams start at once? Under streamlab's race check, with
+Timeline spans, both, or neither.
+
+    python benchmarks/concurrent_start.py [--reps N] [--m M]
+
+Lesson 03's diagnosis cell (a consumer that waits on the last producer's event alone)
+gives producer i a spin of m - i ms first, so that, started at once, producer 0 would end
+last. On an H100 (2026-11-26), inside ``streamlab.race_check`` and with a Timeline span
+around each producer, they did not start at once: their ends were staggered as if partly
+serialised, and in some runs the consumer started after them all. Lesson 01's eight
+spins, with spans and no race check, run eight at once. This benchmark separates the two
+causes: each variant issues the lesson's producers (spin, then a kernel on the producer's
+slice, then an event) and the consumer, and prints, per run, when each producer started
+and ended against the first producer's start (from events recorded around each producer
+in its stream, read after a final synchronize), and whether each part came out wrong.
+
+A table, not a test: on the simulator it runs (small sizes) and its times are the model
+GPU's. On a GPU it measures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+
+import os
+
+import numpy as np
+
+# the variants turn the race check on and off themselves: a session-wide one
+# (STREAMLAB_RACE_CHECK=1, as the course's tests set) would be on in every variant, and
+# would stop the run at the races the consumer is built to have
+os.environ.pop("STREAMLAB_RACE_CHECK", None)
+import streamlab  # noqa: E402  (before numba.cuda: it chooses the GPU or the simulator)
+from numba import cuda  # noqa: E402
+
+
+@cuda.jit
+def produce(buffer, start, n):
+    i = cuda.grid(1)
+    if i < n:
+        buffer[start + i] += 1
+
+
+@cuda.jit
+def consume(buffer, start, n):
+    i = cuda.grid(1)
+    if i < n:
+        buffer[start + i] *= 10
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--reps", type=int, default=3, help="runs of each variant (default 3)")
+    ap.add_argument("--m", type=int, default=4, help="producers (default 4)")
+    a = ap.parse_args(argv)
+    if a.reps < 1 or a.m < 2:
+        ap.error(f"--reps {a.reps} --m {a.m}: at least one run and two producers")
+    size = streamlab.size(gpu=10485760, sim=512)
+    tpb = streamlab.pick(gpu=256, sim=32)
+    m = a.m
+
+    zeros = np.zeros(size, np.int32)
+    d = cuda.to_device(zeros)
+    blocks = lambda n: (n + tpb - 1) // tpb  # noqa: E731
+    produce[1, tpb](d, 0, 1)
+    consume[1, tpb](d, 0, 1)
+    streamlab.spin[1, 1](1000)
+    cuda.synchronize()
+
+    def run(race: bool, spans: bool) -> str:
+        d.copy_to_device(zeros)
+        tl = streamlab.Timeline()
+        producers = [cuda.stream() for _ in range(m)]
+        done = [cuda.event() for _ in range(m)]
+        marks = [(cuda.event(), cuda.event()) for _ in range(m)]
+        consumer = cuda.stream()
+        part = size // m
+        check = (streamlab.race_check(raises=False, quiet=True) if race
+                 else contextlib.nullcontext())
+        with check:
+            for i, (s, e) in enumerate(zip(producers, done)):
+                marks[i][0].record(s)
+                with (tl.span(f"producer {i}", s) if spans else contextlib.nullcontext()):
+                    streamlab.spin[1, 1, s](streamlab.ms_to_ns(m - i))
+                    produce[blocks(part), tpb, s](d[i * part:(i + 1) * part], 0, part)
+                marks[i][1].record(s)
+                e.record(s)
+            done[-1].wait(consumer)
+            consume[blocks(size), tpb, consumer](d, 0, size)
+            cuda.synchronize()
+        h = d.copy_to_host()
+        wrong = ["x" if np.count_nonzero(h[i * part:(i + 1) * part] != 10) else "."
+                 for i in range(m)]
+        if streamlab.on_simulator():
+            times = "(the simulator's events carry no times)"
+        else:
+            t0 = marks[0][0]
+            times = "  ".join(
+                f"p{i} {cuda.event_elapsed_time(t0, a_):5.2f}-{cuda.event_elapsed_time(t0, b_):5.2f}"
+                for i, (a_, b_) in enumerate(marks))
+        return f"{''.join(wrong)}  {times}"
+
+    print(f"device: {streamlab.device_name()}; {m} producers, producer i spins {m} - i ms; "
+          "wrong parts marked x; times in ms from producer 0's start")
+    print(f"{'race check':<11} {'spans':<6} {'run':>3}  result")
+    for rep in range(a.reps):
+        for race in (False, True):
+            for spans in (False, True):
+                print(f"{'on' if race else 'off':<11} {'on' if spans else 'off':<6} "
+                      f"{rep + 1:>3}  {run(race, spans)}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
