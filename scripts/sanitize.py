@@ -37,6 +37,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -114,6 +115,9 @@ UNSEEN = {
         PLANTED["synccheck"][1], "i < 128"),
 }
 
+#: what each planted program prints last, when it ran to its end
+_LAST_LINE = {"memcheck": "sum ", "racecheck": "first ", "synccheck": "last "}
+
 #: the sanitizer's own count, printed last: "ERROR SUMMARY: 3 errors" (every tool), and
 #: racecheck's "RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)"
 _SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) errors?")
@@ -128,7 +132,7 @@ def find_sanitizer() -> str:
     """compute-sanitizer's path: $COMPUTE_SANITIZER, the PATH, or a CUDA toolkit folder."""
     given = os.environ.get("COMPUTE_SANITIZER")
     if given:
-        if not os.access(given, os.X_OK):
+        if not (os.path.isfile(given) and os.access(given, os.X_OK)):
             raise SanitizerError(f"COMPUTE_SANITIZER={given}: not an executable file: point "
                                  "it at the CUDA toolkit's bin/compute-sanitizer")
         return given
@@ -159,15 +163,25 @@ def sanitize(tool: str, argv: list[str], timeout: float, cwd=None) -> dict:
     cmd = [find_sanitizer(), "--tool", tool, "--report-api-errors", "no", *argv]
     t0 = time.perf_counter()
     try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd,
-                             env={"STREAMLAB_DEVICE": "gpu", **os.environ})
-    except subprocess.TimeoutExpired as e:
-        text = (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+        # its own session, so that a timeout stops the program under the sanitizer too (it
+        # would stay on the GPU while the next one runs)
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                cwd=cwd, env={"STREAMLAB_DEVICE": "gpu", **os.environ},
+                                start_new_session=True)
+    except OSError as e:
+        raise SanitizerError(f"{cmd[0]} could not be started: {e}") from None
+    try:
+        raw, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        raw, _ = proc.communicate()
+        text = raw.decode(errors="replace")
         return {"tool": tool, "errors": None, "seconds": round(timeout, 1),
-                "note": f"stopped after {timeout:.0f} s", "tail": text[-2000:]}
-    text = out.stdout + out.stderr
+                "note": f"stopped after {timeout:.0f} s", "tail": text[-2000:],
+                "returncode": None}
+    text = raw.decode(errors="replace")
     result = {"tool": tool, "seconds": round(time.perf_counter() - t0, 1),
-              "tail": text[-2000:], "note": "", "text": text}
+              "tail": text[-2000:], "note": "", "text": text, "returncode": proc.returncode}
     try:
         result["errors"] = errors_in(text, tool)
     except SanitizerError as e:
@@ -185,8 +199,14 @@ def planted(timeout: float) -> list[dict]:
                 path.write_text(source.replace("{FIX}", line))
                 r = sanitize(tool, [sys.executable, str(path)], timeout)
                 want = "at least 1" if kind == "planted" else "0"
-                ok = r["errors"] is not None and (r["errors"] >= 1 if kind == "planted"
-                                                  else r["errors"] == 0)
+                # the fixed twin must also run to its end (a crash before any kernel ran
+                # would find nothing, too); the planted one may fail once the tool reports
+                ok = r["errors"] is not None and (
+                    r["errors"] >= 1 if kind == "planted"
+                    else r["errors"] == 0 and r["returncode"] == 0
+                    and _LAST_LINE[tool] in r.get("text", ""))
+                if kind == "fixed" and r["errors"] == 0 and not ok:
+                    r["note"] = "the program did not run to its end: see its output"
                 r.pop("text", None)
                 rows.append({**r, "what": f"{kind}: {what}", "want": want, "ok": ok})
         for tool, (what, source, line) in UNSEEN.items():
@@ -243,7 +263,11 @@ def lab(notebook: Path, timeout: float) -> dict:
     r.pop("text", None)
     r["what"] = notebook.relative_to(ROOT).as_posix()
     r["want"] = "0"
-    r["ok"] = r["errors"] == 0
+    # 0 errors counts only when the cells ran: the runner finished, and a cell that failed
+    # was a check refusing (under the sanitizer a check may: see the docstring), not the
+    # lab's own code (then the answers never ran, and 0 errors says nothing)
+    r["ok"] = (r["errors"] == 0 and r["cells_failed"] is not None
+               and all(re.match(r"cell \d+: CheckFailed: ", f) for f in r["cells_failed"]))
     return r
 
 

@@ -94,3 +94,40 @@ def test_the_sanitizer_page_is_the_kept_runs_table():
                     for p in ROOT.glob("solutions/*/*.ipynb")}, labs
     assert {r["tool"] for r in rows if r["what"].startswith("planted")} == set(
         sanitize.PLANTED)
+
+
+def test_a_lab_whose_cells_did_not_run_is_not_called_clean(monkeypatch, tmp_path):
+    """0 errors says nothing when the answers never ran: a lab whose own code fails (not a
+    check refusing), or whose runner never finished, is not ok; nor is a fixed twin that
+    stops before its end. A stand-in sanitizer that prints a clean summary whatever runs."""
+    fake = tmp_path / "compute-sanitizer"
+    fake.write_text('#!/bin/sh\nwhile [ "$1" != "--report-api-errors" ]; do shift; done\n'
+                    'shift 2\n"$@"\necho "========= ERROR SUMMARY: 0 errors"\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("COMPUTE_SANITIZER", str(fake))
+    monkeypatch.setenv("STREAMLAB_DEVICE", "sim")
+    lab = ROOT / "solutions" / "lab02__events" / "lab02__events.ipynb"
+    monkeypatch.setattr(sanitize, "_RUNNER", sanitize._RUNNER.replace(
+        "for i, source in enumerate(cells):", "cells.insert(0, 'raise ImportError(\"numba\")')\n"
+        "for i, source in enumerate(cells):"))
+    row = sanitize.lab(lab, 300)
+    assert row["errors"] == 0 and not row["ok"], row
+    assert row["cells_failed"][0] == "cell 0: ImportError: numba", row
+    monkeypatch.setattr(sanitize, "_RUNNER", "import sys\nsys.exit(3)\n")
+    row = sanitize.lab(lab, 300)
+    assert row["errors"] == 0 and row["cells_failed"] is None and not row["ok"], row
+    # a fixed twin that stops before its end (on the simulator here): memcheck's, as it
+    # is (ok: the control), then stopped before its last line (not ok)
+    monkeypatch.setenv("NUMBA_ENABLE_CUDASIM", "1")
+    monkeypatch.setattr(sanitize, "UNSEEN", {})
+    what, source, lines = sanitize.PLANTED["memcheck"]
+
+    def fixed_row(program):
+        monkeypatch.setattr(sanitize, "PLANTED", {"memcheck": (what, program, lines)})
+        return [r for r in sanitize.planted(120) if r["what"].startswith("fixed")][0]
+
+    control = fixed_row(source)
+    assert control["errors"] == 0 and control["ok"], control
+    stopped = fixed_row(source.replace('print("sum"', 'raise SystemExit(0)\nprint("sum"'))
+    assert stopped["errors"] == 0 and not stopped["ok"], stopped
+    assert "did not run to its end" in stopped["note"], stopped
