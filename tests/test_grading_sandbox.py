@@ -396,7 +396,7 @@ def test_an_answer_that_does_not_compile_is_named_at_the_check(tmp_path, lab):
     part = next(c["id"] for c in cells if c["role"] == "graded")
     got = run_part(cells, part, cwd=str(tmp_path), timeout=120, sandbox="off")
     assert not got.passed and got.kind == "NameError", got
-    assert "a cell of yours failed: " + target + ": SyntaxError" in got.message, got
+    assert "a cell of yours failed (" + target + ": SyntaxError" in got.message, got
     assert got.message.endswith("then this check again"), got
     # the right answer, with a failing cell of the learner's own beside it, still passes:
     # a failed cell that the check does not need costs nothing, and is shown

@@ -282,8 +282,8 @@ def _earlier(errors: list[str]) -> str:
     if not errors:
         return ""
     more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-    return (f". Before this check ran, a cell of yours failed: {errors[0]}{more}. Fix that "
-            f"cell first, run the notebook from the top, then this check again")
+    return (f". Before this check ran, a cell of yours failed ({errors[0]}){more}: that may "
+            f"be why. Fix it first, run the notebook from the top, then this check again")
 
 
 def _tampered(found: list[str]) -> str:
