@@ -11,8 +11,10 @@ serialised, and in some runs the consumer started after them all. Lesson 01's ei
 spins, with spans and no race check, run eight at once. This benchmark separates the two
 causes: each variant issues the lesson's producers (spin, then a kernel on the producer's
 slice, then an event) and the consumer, and prints, per run, when each producer started
-and ended against the first producer's start (from events recorded around each producer
-in its stream, read after a final synchronize), and whether each part came out wrong.
+and ended and when the consumer started, against the first producer's start (from events
+recorded in their streams, read after a final synchronize); when the host began issuing
+each producer's calls and the consumer's, against the first (a late start on the GPU that
+follows a late issue is the host's); and whether each part came out wrong.
 
 A table, not a test: on the simulator it runs (small sizes) and its times are the model
 GPU's. On a GPU it measures.
@@ -25,6 +27,7 @@ import contextlib
 import sys
 
 import os
+import time
 
 import numpy as np
 
@@ -79,15 +82,20 @@ def main(argv=None) -> int:
         part = size // m
         check = (streamlab.race_check(raises=False, quiet=True) if race
                  else contextlib.nullcontext())
+        consumer_start = cuda.event()
+        issued = []                     # host perf_counter when each call group began
         with check:
             for i, (s, e) in enumerate(zip(producers, done)):
+                issued.append(time.perf_counter())
                 marks[i][0].record(s)
                 with (tl.span(f"producer {i}", s) if spans else contextlib.nullcontext()):
                     streamlab.spin[1, 1, s](streamlab.ms_to_ns(m - i))
                     produce[blocks(part), tpb, s](d[i * part:(i + 1) * part], 0, part)
                 marks[i][1].record(s)
                 e.record(s)
+            issued.append(time.perf_counter())
             done[-1].wait(consumer)
+            consumer_start.record(consumer)
             consume[blocks(size), tpb, consumer](d, 0, size)
             cuda.synchronize()
         h = d.copy_to_host()
@@ -100,7 +108,9 @@ def main(argv=None) -> int:
             times = "  ".join(
                 f"p{i} {cuda.event_elapsed_time(t0, a_):5.2f}-{cuda.event_elapsed_time(t0, b_):5.2f}"
                 for i, (a_, b_) in enumerate(marks))
-        return f"{''.join(wrong)}  {times}"
+            times += f"  consumer {cuda.event_elapsed_time(t0, consumer_start):5.2f}"
+        host = " ".join(f"{(t - issued[0]) * 1000:.2f}" for t in issued[1:])
+        return f"{''.join(wrong)}  GPU: {times}  host issued p1.. and the consumer at: {host}"
 
     print(f"device: {streamlab.device_name()}; {m} producers, producer i spins {m} - i ms; "
           "wrong parts marked x; times in ms from producer 0's start")

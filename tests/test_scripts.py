@@ -519,3 +519,26 @@ def test_the_concurrent_start_benchmark_runs_and_refuses_bad_input():
     bad = subprocess.run([sys.executable, script, "--m", "1"], capture_output=True,
                          text=True, timeout=300)
     assert bad.returncode == 2 and "at least one run and two producers" in bad.stderr
+
+
+def test_the_judging_benchmark_turns_the_graders_judgement_off_and_on(monkeypatch):
+    """benchmarks/grading_times.py --compare judging: the way 'judged again' goes through
+    streamlab.grading.judge_in_grader, and the other way does not (a judge that refuses
+    everything is put in its place: one way fails, the other passes)."""
+    import importlib.util
+
+    import streamlab.grading as grading
+
+    spec = importlib.util.spec_from_file_location(
+        "grading_times", ROOT / "benchmarks" / "grading_times.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+
+    def refuse(cells, part, transcripts, verdict):
+        return grading.Verdict(False, "refused by the test's judge", verdict.output, "Test")
+
+    monkeypatch.setattr(grading, "judge_in_grader", refuse)
+    assert bench.grade("lab03__rendezvous", "off", judged=False) > 0
+    assert grading.judge_in_grader is refuse  # put back after the unjudged way
+    with pytest.raises(SystemExit, match="refused by the test's judge"):
+        bench.grade("lab03__rendezvous", "off", judged=True)
