@@ -70,101 +70,77 @@ def main() -> int:
     a = ap.parse_args()
     if a.reps < 1:
         ap.error(f"--reps {a.reps}: grade each lab at least once")
+    import importlib
+
     import streamlab
     from streamlab.grading import sandbox
 
-    judged_labs = ["lab02__events", "lab03__rendezvous"]
-    default = judged_labs if a.compare == "judging" else sorted(
-        p.name for p in (ROOT / "solutions").iterdir() if p.is_dir())
-    labs = a.labs or default
+    every = sorted(p.name for p in (ROOT / "solutions").iterdir() if p.is_dir())
+    # the labs whose checks the grader judges again: their module has JUDGES
+    judged_labs = [lab for lab in every if hasattr(
+        importlib.import_module(f"streamlab.labs.{lab.split('__')[0]}"), "JUDGES")]
+    labs = a.labs or (judged_labs if a.compare == "judging" else every)
     for lab in labs:
         if not (ROOT / "solutions" / lab).is_dir():
             ap.error(f"{lab}: no such lab in solutions/")
         if a.compare == "judging" and lab not in judged_labs:
             ap.error(f"{lab}: its checks are not judged in the grader (only "
                      f"{', '.join(judged_labs)} are): nothing to compare")
-    if a.compare == "judging":
-        return _compare_judging(a, labs, streamlab, sandbox)
     bwrap, why = sandbox.status()
-    if bwrap is None:
-        ap.error(f"no sandbox can be made here, so there is nothing to compare: {why}")
-    rows = ["| lab | parts | audit hook alone: best / median (s) | bubblewrap: best / median "
-            "(s) | ratio of medians |", "| --- | ---: | ---: | ---: | ---: |"]
-    for lab in labs:
-        times = {"off": [], "bwrap": []}
-        for _ in range(a.reps):
-            for mode in times:
-                times[mode].append(grade(lab, mode))
-        parts = sum(1 for c in nbformat.read(ROOT / "solutions" / lab / f"{lab}.ipynb",
-                                             as_version=4).cells
-                    if c.get("metadata", {}).get("nbgrader", {}).get("grade"))
-        med = {m: statistics.median(t) for m, t in times.items()}
-        rows.append(f"| {lab} | {parts} | {min(times['off']):.2f} / {med['off']:.2f} | "
-                    f"{min(times['bwrap']):.2f} / {med['bwrap']:.2f} | "
-                    f"{med['bwrap'] / med['off']:.2f} |")
-        print(rows[-1], flush=True)
-    table = "\n".join(rows)
-    print()
-    print(table)
-    if a.out:
-        when = datetime.date.today().isoformat()
-        if streamlab.on_simulator():
-            device = "Numba's CUDA simulator"
-        else:
-            from streamlab._device import device_name
-
-            device = device_name()
-        a.out.write_text(
-            "# Grading time per submission, with and without the sandbox\n\n"
-            f"Written by `benchmarks/grading_times.py --reps {a.reps}` on {when}: "
-            f"{os.cpu_count()} CPU cores ({platform.machine()}), Python "
-            f"{platform.python_version()}, {device}.\n\n"
-            "Each lab's solution graded whole (every part in a fresh process), alternately "
-            "with the grader's audit hook alone and in bubblewrap's sandbox.\n\n"
-            + table + "\n")
-    return 0
-
-
-def _parts(lab: str) -> int:
-    return sum(1 for c in nbformat.read(ROOT / "solutions" / lab / f"{lab}.ipynb",
-                                        as_version=4).cells
-               if c.get("metadata", {}).get("nbgrader", {}).get("grade"))
-
-
-def _compare_judging(a, labs, streamlab, sandbox) -> int:
-    mode = "bwrap" if sandbox.status()[0] is not None else "off"
-    rows = ["| lab | parts | part's verdict alone: best / median (s) | judged again in the "
-            "grader: best / median (s) | ratio of medians |",
-            "| --- | ---: | ---: | ---: | ---: |"]
-    for lab in labs:
-        times = {False: [], True: []}
-        for rep in range(a.reps):
-            for judged in ((False, True) if rep % 2 == 0 else (True, False)):  # turn about
-                times[judged].append(grade(lab, mode, judged))
-        med = {k: statistics.median(t) for k, t in times.items()}
-        rows.append(f"| {lab} | {_parts(lab)} | {min(times[False]):.2f} / {med[False]:.2f} | "
-                    f"{min(times[True]):.2f} / {med[True]:.2f} | {med[True] / med[False]:.2f} |")
-        print(rows[-1], flush=True)
-    table = "\n".join(rows)
+    if a.compare == "judging":
+        mode = "bwrap" if bwrap is not None else "off"
+        table = _compare(labs, a.reps, "part's verdict alone", "judged again in the grader",
+                         lambda lab, judged: grade(lab, mode, judged))
+        title, command = "with and without judging in the grader", "--compare judging "
+        how = ("with the part's own verdict taken as it came and with the grader judging "
+               "each transcript again (as it grades), in bubblewrap's sandbox where it can "
+               "be made. Both ways the part's process still collects and sends its "
+               "transcripts: the table times the grader's second judgement, not the whole "
+               "change that brought it (the labs' times before it are in the history of "
+               "docs/grading-times.md, measured under another load).")
+        sandboxed = f", sandbox {mode}"
+    else:
+        if bwrap is None:
+            ap.error(f"no sandbox can be made here, so there is nothing to compare: {why}")
+        table = _compare(labs, a.reps, "audit hook alone", "bubblewrap",
+                         lambda lab, boxed: grade(lab, "bwrap" if boxed else "off"))
+        title, command, sandboxed = "with and without the sandbox", "", ""
+        how = "with the grader's audit hook alone and in bubblewrap's sandbox."
     print()
     print(table)
     if a.out:
         device = ("Numba's CUDA simulator" if streamlab.on_simulator()
-                  else __import__("streamlab._device", fromlist=["x"]).device_name())
+                  else importlib.import_module("streamlab._device").device_name())
         a.out.write_text(
-            "# Grading time per submission, with and without judging in the grader\n\n"
-            f"Written by `benchmarks/grading_times.py --compare judging --reps {a.reps}` on "
+            f"# Grading time per submission, {title}\n\n"
+            f"Written by `benchmarks/grading_times.py {command}--reps {a.reps}` on "
             f"{datetime.date.today().isoformat()}: {os.cpu_count()} CPU cores "
-            f"({platform.machine()}), Python {platform.python_version()}, {device}, "
-            f"sandbox {mode}.\n\n"
+            f"({platform.machine()}), Python {platform.python_version()}, {device}"
+            f"{sandboxed}.\n\n"
             "Each lab's solution graded whole (every part in a fresh process), alternately "
-            "with the part's own verdict taken as it came and with the grader judging each "
-            "transcript again (as it grades), each first in every other round. Both ways "
-            "the part's process still collects and sends its transcripts: the table times "
-            "the grader's second judgement, not the whole change that brought it (the "
-            "labs' times before it are in the history of docs/grading-times.md, measured "
-            "under another load).\n\n" + table + "\n")
+            f"{how} Each way goes first in every other round.\n\n" + table + "\n")
     return 0
+
+
+def _compare(labs, reps: int, without: str, with_: str, timed) -> str:
+    """The table of ``timed(lab, False)`` against ``timed(lab, True)`` (seconds to grade
+    a lab), ``reps`` times each, the two taking turns at going first."""
+    rows = [f"| lab | parts | {without}: best / median (s) | {with_}: best / median (s) | "
+            "ratio of medians |", "| --- | ---: | ---: | ---: | ---: |"]
+    for lab in labs:
+        times = {False: [], True: []}
+        for rep in range(reps):
+            for way in ((False, True) if rep % 2 == 0 else (True, False)):
+                times[way].append(timed(lab, way))
+        parts = sum(1 for c in nbformat.read(ROOT / "solutions" / lab / f"{lab}.ipynb",
+                                             as_version=4).cells
+                    if c.get("metadata", {}).get("nbgrader", {}).get("grade"))
+        med = {k: statistics.median(t) for k, t in times.items()}
+        rows.append(f"| {lab} | {parts} | {min(times[False]):.2f} / {med[False]:.2f} | "
+                    f"{min(times[True]):.2f} / {med[True]:.2f} | "
+                    f"{med[True] / med[False]:.2f} |")
+        print(rows[-1], flush=True)
+    return "\n".join(rows)
 
 
 if __name__ == "__main__":
