@@ -221,25 +221,18 @@ def planted(timeout: float) -> list[dict]:
 
 # --- a notebook's code cells in one plain process --------------------------------------
 _RUNNER = r'''
-import ast, asyncio, inspect, json, sys, traceback
-try:
-    from IPython.core.inputtransformer2 import TransformerManager
-    transform = TransformerManager().transform_cell
-except ImportError:
-    transform = lambda s: s
+import asyncio, json, sys
 import matplotlib
 matplotlib.use("Agg")
+# the grader's own way to run a notebook cell (IPython's transforms, top-level await)
+from streamlab.grading._child import _run_cell
 cells = json.load(open(sys.argv[1]))
 ns = {"__name__": "__main__"}
 loop = asyncio.new_event_loop()
 failed = []
 for i, source in enumerate(cells):
     try:
-        code = compile(transform(source), f"<cell {i}>", "exec",
-                       flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
-        result = eval(code, ns)
-        if inspect.iscoroutine(result):
-            loop.run_until_complete(result)
+        _run_cell(source, f"<cell {i}>", ns, loop)
     except BaseException as e:
         failed.append(f"cell {i}: {type(e).__name__}: {str(e)[:200]}")
 print("CELLS FAILED:", json.dumps(failed))

@@ -57,16 +57,23 @@ def test_the_planted_out_of_bounds_write_is_one_and_its_twin_is_not(tmp_path):
     assert fixed.returncode == 0 and "sum 1000.0" in fixed.stdout, fixed.stderr[-800:]
 
 
-def test_a_lab_solutions_cells_run_in_one_process_under_the_sanitizer(monkeypatch, tmp_path):
-    """A stand-in for compute-sanitizer that runs the program and prints a clean summary:
-    lab 02's solution runs through the script's cell runner with no cell failing (on the
-    simulator), and the row says 0 errors, as wanted."""
+def _stand_in_sanitizer(monkeypatch, tmp_path):
+    """A stand-in for compute-sanitizer that runs the program and prints a clean summary
+    whatever happens (so a row's ok must come from the program having run), on the
+    simulator."""
     fake = tmp_path / "compute-sanitizer"
     fake.write_text('#!/bin/sh\nwhile [ "$1" != "--report-api-errors" ]; do shift; done\n'
                     'shift 2\n"$@"\necho "========= ERROR SUMMARY: 0 errors"\n')
     fake.chmod(0o755)
     monkeypatch.setenv("COMPUTE_SANITIZER", str(fake))
     monkeypatch.setenv("STREAMLAB_DEVICE", "sim")
+
+
+def test_a_lab_solutions_cells_run_in_one_process_under_the_sanitizer(monkeypatch, tmp_path):
+    """A stand-in for compute-sanitizer that runs the program and prints a clean summary:
+    lab 02's solution runs through the script's cell runner with no cell failing (on the
+    simulator), and the row says 0 errors, as wanted."""
+    _stand_in_sanitizer(monkeypatch, tmp_path)
     row = sanitize.lab(ROOT / "solutions" / "lab02__events" / "lab02__events.ipynb", 300)
     assert row["errors"] == 0 and row["ok"], row
     assert row["cells_failed"] == [], row
@@ -100,12 +107,7 @@ def test_a_lab_whose_cells_did_not_run_is_not_called_clean(monkeypatch, tmp_path
     """0 errors says nothing when the answers never ran: a lab whose own code fails (not a
     check refusing), or whose runner never finished, is not ok; nor is a fixed twin that
     stops before its end. A stand-in sanitizer that prints a clean summary whatever runs."""
-    fake = tmp_path / "compute-sanitizer"
-    fake.write_text('#!/bin/sh\nwhile [ "$1" != "--report-api-errors" ]; do shift; done\n'
-                    'shift 2\n"$@"\necho "========= ERROR SUMMARY: 0 errors"\n')
-    fake.chmod(0o755)
-    monkeypatch.setenv("COMPUTE_SANITIZER", str(fake))
-    monkeypatch.setenv("STREAMLAB_DEVICE", "sim")
+    _stand_in_sanitizer(monkeypatch, tmp_path)
     lab = ROOT / "solutions" / "lab02__events" / "lab02__events.ipynb"
     monkeypatch.setattr(sanitize, "_RUNNER", sanitize._RUNNER.replace(
         "for i, source in enumerate(cells):", "cells.insert(0, 'raise ImportError(\"numba\")')\n"
