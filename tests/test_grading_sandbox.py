@@ -407,3 +407,46 @@ def test_an_answer_that_does_not_compile_is_named_at_the_check(tmp_path, lab):
     assert got.passed, got
     assert [e.split(":")[:2] for e in got.learner_errors] == [["a cell of yours",
                                                                " SyntaxError"]], got
+
+
+#: a cell whose error the verdict names (_child._earlier), turned into a forged pass: the
+#: helper replaced by one that finds the grader's report function in its caller's frame
+_EARLIER_FORGED = '''
+import sys
+import streamlab.grading._child as _c
+def _earlier(errors):
+    report = sys._getframe(1).f_locals.get("report")
+    if report:
+        report(True, "", "", [])
+    return ""
+'''
+
+
+@pytest.mark.parametrize("when", ["before the graded cell", "from inside the answer"])
+def test_the_helper_that_names_an_earlier_failure_cannot_turn_it_into_a_pass(tmp_path, when):
+    """The verdict of a part that fails after a cell of the learner's failed is built with
+    _child._earlier. Replaced in a cell of the learner's own, it is tampering; replaced
+    from inside the answer while the check runs, the forged pass it writes comes before
+    the real failure, and the first failing verdict wins."""
+    answers = cells_of("lab01__eight_streams", "solution")
+    if when == "before the graded cell":
+        code = {**answers, "launch_on_streams": "def (broken):\n    pass"}
+        extra = _EARLIER_FORGED + "_c._earlier = _earlier\n"
+    else:
+        code = {**answers, "launch_on_streams": _EARLIER_FORGED + '''
+def launch_on_streams(inputs, outputs, streams):
+    _c._earlier = _earlier
+    raise RuntimeError("the answer fails, after replacing the helper")
+'''}
+        extra = "1 / 0\n"  # an earlier failing cell, so that the helper is called
+    cells = plan(submission("lab01__eight_streams", code))
+    at = next(i for i, c in enumerate(cells) if c["role"] == "graded")
+    cells.insert(at, {**cells[at], "role": "other", "id": "", "source": extra})
+    got = run_part(cells, "check_part1", cwd=str(tmp_path), timeout=120, sandbox="off")
+    assert not got.passed, got
+    if when == "before the graded cell":
+        assert got.kind == "Tampered" and "_child._earlier" in got.message, got
+    else:
+        assert got.kind == "CheckFailed" and "raised RuntimeError" in got.message, got
+        # the replaced helper ran (its empty text, not the real one's), forged pass and all
+        assert "Before this check ran" not in got.message, got
