@@ -4,20 +4,28 @@ from __future__ import annotations
 
 _state = {"mode": None, "model": None}
 
+#: True when numba.cuda runs on Numba's CUDA simulator: chosen once, when streamlab is
+#: imported (before any other module of the package), and never changed after
+SIMULATOR = False
+#: what :func:`device_name` answers on the simulator
+SIMULATOR_NAME = "CUDA simulator"
+
 
 def _set_mode(mode) -> None:
+    global SIMULATOR
     _state["mode"] = mode
+    SIMULATOR = bool(mode.simulator)
 
 
 def on_simulator() -> bool:
     """True when numba.cuda runs on Numba's CUDA simulator, not on a GPU."""
-    return _state["mode"].simulator
+    return SIMULATOR
 
 
 def device_name() -> str:
     """The GPU's name (e.g. 'NVIDIA H100 80GB HBM3'), or 'CUDA simulator'."""
-    if on_simulator():
-        return "CUDA simulator"
+    if SIMULATOR:
+        return SIMULATOR_NAME
     from numba import cuda
 
     name = cuda.get_current_device().name

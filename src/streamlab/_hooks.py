@@ -33,7 +33,7 @@ import numpy as np
 
 from . import _patching
 from . import ops
-from ._device import on_simulator
+from . import _device
 from .ops import Region, allocation, describe_array, device_owner, emit, host_owner, \
     merge_pieces, observing, recording, region_of
 
@@ -189,7 +189,7 @@ def install() -> None:
     """Wrap numba's calls for this mode (once)."""
     if _installed["done"]:
         return
-    if on_simulator():
+    if _device.SIMULATOR:
         _install_simulator()
     else:
         _install_gpu()
@@ -253,7 +253,7 @@ def banner() -> str:
     sim = ("fills the simulator's gaps (events with times, streams with handles, pinned "
            "and mapped memory, nanosleep; see streamlab._simfill), stands in for cuda.core's "
            "devices, streams and events (streamlab.sim.core) and for the driver's "
-           "cuLaunchHostFunc (streamlab.sim.bindings), and ") if on_simulator() \
+           "cuLaunchHostFunc (streamlab.sim.bindings), and ") if _device.SIMULATOR \
         else ("sees cuda.core's stream and event calls through CUPTI while recording "
               "(streamlab._driverwatch), records cuda.bindings' cuLaunchHostFunc while "
               "recording (streamlab.hostfn), ")
@@ -385,7 +385,7 @@ class Footprint:
 
 
 def _device_visible(arg) -> bool:
-    if on_simulator():
+    if _device.SIMULATOR:
         from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
 
         return isinstance(arg, FakeCUDAArray)

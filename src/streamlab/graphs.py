@@ -112,7 +112,7 @@ def _ended_without_graph(builder) -> bool | None:
     once the driver has ended it, or refused an unjoined one, ``is_building`` is False
     as after a capture that made a graph. What tells them apart is the graph the builder
     holds: the driver's own graph, or none it will take."""
-    from .streams import _capturing, handle_of
+    from .ops import _capturing, handle_of
 
     try:
         building = builder.is_building
@@ -279,7 +279,7 @@ def is_capturing(stream) -> bool:
     began the capture."""
     if stream is None or isinstance(stream, int):
         return False
-    from .streams import _capturing, handle_of
+    from .ops import _capturing, handle_of
 
     inner = getattr(stream, "stream", None)  # a GraphBuilder: its stream
     handle = handle_of(inner if inner is not None and hasattr(stream, "begin_building")

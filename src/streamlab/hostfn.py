@@ -59,7 +59,7 @@ import time
 import traceback
 from dataclasses import dataclass, field
 
-from ._device import on_simulator
+from . import _device
 from .ops import (current_host_function, emit, emitted_while_recording, internal, observing,
                   quietly, recording, running_host_function, timed)
 from .streams import DriverStream, handle_of
@@ -308,14 +308,14 @@ def launch_host_func(stream, fn, *args, name: str | None = None, **kwargs) -> Ho
 def _launch(stream, handle: int, fn, args, kwargs, name: str, *, name_given=True) -> HostCall:
     """Put ``fn(*args, **kwargs)`` into ``stream`` (whose raw handle is ``handle``)."""
     call = HostCall(name)
-    if on_simulator() and _capture_lane:
+    if _device.SIMULATOR and _capture_lane:
         lane = _capture_lane[0](stream)
         if lane is not None:  # a host node of a graph being captured: runs at each replay
             lane.host(fn, args, kwargs, name=name if name_given else None)
             return call
     op = emit("hostfn", call.name, stream)  # a recorder, if one is on, sees it too
     call.op_uid = op.uid if op is not None else None
-    if on_simulator():
+    if _device.SIMULATOR:
         from .ops import StreamRef
 
         _sim_driver.submit(StreamRef.of(stream).key(), call, fn, args, kwargs)
@@ -338,7 +338,7 @@ def stream_of_handle(handle: int):
     """A stream object for a raw ``CUstream`` address (what a driver call carries)."""
     if handle in (0, 1, 2):
         return handle
-    if on_simulator():
+    if _device.SIMULATOR:
         from numba import cuda
 
         return type(cuda.default_stream())(handle)  # the simulator's stream of that handle
@@ -466,7 +466,7 @@ def _watched_driver_call(hStream, fn, userData):  # noqa: N803  (the driver's na
         return real(hStream, fn, userData)  # the driver's own refusal, in its words
     if address == 0:
         return real(hStream, fn, userData)
-    from .streams import _capturing
+    from .ops import _capturing
 
     if handle not in (0, 1, 2) and _capturing(handle):
         return real(hStream, fn, userData)  # a graph's host node, called at every replay
@@ -482,7 +482,7 @@ def install() -> None:
     host function's news reach other threads in order (the registry undoes both)."""
     from ._patching import patch
 
-    if not on_simulator():
+    if not _device.SIMULATOR:
         try:
             from cuda.bindings import driver
         except ImportError:

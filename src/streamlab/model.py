@@ -48,7 +48,6 @@ import time
 from dataclasses import dataclass, field
 
 from . import ops as _ops
-from .order import implicit_waits
 
 _HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "profiles")
 DEFAULT_PROFILE = "nvidia-h200"
@@ -325,7 +324,7 @@ class ModelGPU:
         prev = self.last.get(agent)
         if prev is not None:
             m.deps.append(prev)
-        for other in implicit_waits(self.kinds, op.stream):
+        for other in op.stream.implicit_waits(self.kinds):
             if other in self.last:
                 m.deps.append(self.last[other])
         if op.kind == "wait" and op.event in self.events:
@@ -400,7 +399,7 @@ class ModelGPU:
             agent = ("stream", op.stream.key())
             found = [self.last[agent]] if agent in self.last else []
             if op.stream.is_legacy_default:
-                found += [self.last[a] for a in implicit_waits(self.kinds, op.stream)
+                found += [self.last[a] for a in op.stream.implicit_waits(self.kinds)
                           if a in self.last]
             return found
         if op.name == "device":

@@ -50,8 +50,7 @@ import threading
 import weakref
 from dataclasses import dataclass, field, replace
 
-from ._device import on_simulator
-from .streams import canonical_handle, stream_info, stream_key
+from . import _device
 
 _tls = threading.local()
 _lock = threading.RLock()
@@ -59,6 +58,10 @@ _recorders: list["_Recorder"] = []
 _listeners: list = []  # callables (op) -> None, fed every op under the lock (race checks)
 _after: list = []  # callables () -> None, run after each emit outside the lock (may raise)
 _models: list = []  # model GPUs (streamlab.model), fed every op and every call's end
+
+#: Does the per-thread default stream synchronise with the legacy default stream, as a
+#: blocking stream does? Measured on a GPU (tests/test_gpu.py): yes, both ways.
+PER_THREAD_SYNCS_WITH_LEGACY = True
 
 KINDS = ("launch", "copy", "memset", "record", "wait", "sync", "query", "hostfn", "host",
          "graph")
@@ -89,6 +92,23 @@ class StreamRef:
     def is_per_thread_default(self) -> bool:
         """Is this a host thread's per-thread default stream?"""
         return self.kind == "per-thread default"
+
+    @property
+    def blocking(self) -> bool:
+        """Does a stream of this kind wait for the legacy default stream (and it for it)?"""
+        return self.kind == "blocking" or (self.is_per_thread_default
+                                           and PER_THREAD_SYNCS_WITH_LEGACY)
+
+    def implicit_waits(self, kinds: dict) -> list:
+        """The legacy default stream's rule: of the streams ``kinds`` (agent ->
+        StreamRef), those whose earlier work an operation in this stream waits for."""
+        device = self.device
+        if self.is_legacy_default:
+            return [a for a, r in kinds.items() if r.device == device
+                    and r.blocking and not r.is_legacy_default]
+        if self.blocking:
+            return [a for a, r in kinds.items() if r.device == device and r.is_legacy_default]
+        return []
 
     def key(self):
         """What identifies the stream: per-thread default streams are one per thread, and
@@ -285,9 +305,176 @@ class OpLog(list):
         return "\n".join(str(op) for op in self)
 
 
+# --- what a stream is: its handle, kind, priority and device ---------------------------
+LEGACY_DEFAULT = "legacy default"
+PER_THREAD_DEFAULT = "per-thread default"
+BLOCKING = "blocking"
+NON_BLOCKING = "non-blocking"
+
+# CUDA's handles for its default streams (the simulator gives its streams the same)
+DEFAULT_HANDLE = 0  # CU_STREAM_DEFAULT: numba's cuda.default_stream()
+LEGACY_HANDLE = 1  # CU_STREAM_LEGACY
+PER_THREAD_HANDLE = 2  # CU_STREAM_PER_THREAD
+_CU_STREAM_NON_BLOCKING = 1  # the stream flag
+
+
+@dataclass(frozen=True)
+class StreamInfo:
+    """What a stream is: its handle, kind, priority and the device it belongs to."""
+
+    handle: int
+    kind: str  # one of: legacy default, per-thread default, blocking, non-blocking
+    priority: int
+    device: int
+
+    def describe(self) -> str:
+        """'non-blocking stream, priority -2', say."""
+        text = self.kind + " stream"
+        if self.priority:
+            text += f", priority {self.priority}"
+        return text
+
+
+def handle_of(stream) -> int:
+    """The raw CUstream address of a numba, cuda.core or simulator stream, or of 0."""
+    if stream is None:
+        raise TypeError(
+            "a stream is required here; pass the stream the work was issued to "
+            "(cuda.default_stream() for the default stream)"
+        )
+    is_stream_object = hasattr(stream, "__cuda_stream__") or hasattr(stream, "handle")
+    if isinstance(stream, bool) or not (isinstance(stream, int) or is_stream_object):
+        raise TypeError(
+            f"{stream!r} is not a CUDA stream: pass a stream from cuda.stream(), "
+            f"streamlab.stream(), cuda.default_stream() or a cuda.core Stream")
+    if isinstance(stream, int):
+        if stream not in (0, LEGACY_HANDLE, PER_THREAD_HANDLE):
+            raise TypeError(
+                f"{stream} is not a stream: pass a stream object (cuda.stream(), "
+                f"cuda.default_stream(), ...). 0, 1 and 2 stand for CUDA's default "
+                f"streams; to use a raw CUstream address, wrap it with cuda.core's "
+                f"Stream.from_handle(address) (or, on a GPU, numba's "
+                f"cuda.external_stream(address))")
+        return stream
+    proto = getattr(stream, "__cuda_stream__", None)
+    if proto is not None:
+        return int(proto()[1])
+    return int(stream)
+
+
+def canonical_handle(stream) -> int:
+    """The handle, with handle 0 resolved to the default stream it stands for.
+
+    Handle 0 is the legacy default stream (1), or the per-thread one (2) when
+    CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM=1, so that each stream has one handle.
+    """
+    handle = handle_of(stream)
+    if handle == 0:
+        return PER_THREAD_HANDLE if _per_thread_by_env() and not _device.SIMULATOR \
+            else LEGACY_HANDLE
+    return handle
+
+
+def stream_key(handle: int, thread: str | None = None):
+    """What identifies a stream, given its canonical handle (see :func:`canonical_handle`).
+
+    Handle 2 means "the calling thread's per-thread default stream": one stream per host
+    thread, so it is told apart by the thread's name too. Every other handle is itself.
+    """
+    if handle == PER_THREAD_HANDLE:
+        return (handle, thread if thread is not None else threading.current_thread().name)
+    return handle
+
+
+def _per_thread_by_env() -> bool:
+    # cuda.bindings reads this once; with it, handle 0 means the per-thread stream.
+    return os.environ.get("CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM", "0") not in ("", "0")
+
+
+def stream_info(stream) -> StreamInfo:
+    """Describe ``stream``: legacy default, per-thread default, blocking or non-blocking."""
+    handle = handle_of(stream)
+    if _device.SIMULATOR:
+        return _sim_info(stream, handle)
+    from cuda.bindings import driver
+    from numba import cuda
+
+    device = cuda.get_current_device().id
+    if handle == 0:
+        kind = PER_THREAD_DEFAULT if _per_thread_by_env() else LEGACY_DEFAULT
+    elif handle == LEGACY_HANDLE:
+        kind = LEGACY_DEFAULT
+    elif handle == PER_THREAD_HANDLE:
+        kind = PER_THREAD_DEFAULT
+    elif _capturing(handle):
+        # A capturing stream refuses cuStreamGetFlags (STREAM_CAPTURE_UNSUPPORTED, measured
+        # on an H200), and the refusal would invalidate the capture: describe it as it
+        # was last seen, or as cuda.core makes its builders' streams (non-blocking).
+        known = _seen.get(handle)
+        return known if known is not None else StreamInfo(handle, NON_BLOCKING, 0, device)
+    else:
+        err, flags = driver.cuStreamGetFlags(driver.CUstream(handle))
+        _check(err, "cuStreamGetFlags")
+        kind = NON_BLOCKING if int(flags) & _CU_STREAM_NON_BLOCKING else BLOCKING
+        device = _device_of(handle)
+    err, priority = driver.cuStreamGetPriority(driver.CUstream(handle))
+    _check(err, "cuStreamGetPriority")
+    info = StreamInfo(handle=handle, kind=kind, priority=int(priority), device=device)
+    if handle not in (0, LEGACY_HANDLE, PER_THREAD_HANDLE):
+        if len(_seen) > 4096:  # streams come and go; the cache only bridges captures
+            _seen.clear()
+        _seen[handle] = info
+    return info
+
+
+_seen: dict = {}  # handle -> StreamInfo, for streams asked about while capturing
+
+
+def _capturing(handle: int) -> bool:
+    """Whether the stream ``handle`` is being captured into a graph now, an invalidated
+    capture not yet ended included (GPU)."""
+    from cuda.bindings import driver
+
+    err, status = driver.cuStreamIsCapturing(driver.CUstream(handle))
+    if err != driver.CUresult.CUDA_SUCCESS:
+        return False  # the flags query below then reports what is wrong
+    # INVALIDATED counts too: the stream is still capturing until the capture is ended
+    return status != driver.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE
+
+
+def _device_of(handle: int) -> int:
+    from cuda.bindings import driver
+
+    err, dev = driver.cuStreamGetDevice(driver.CUstream(handle))
+    _check(err, "cuStreamGetDevice")
+    return int(dev)
+
+
+def _sim_info(stream, handle: int) -> StreamInfo:
+    if handle in (DEFAULT_HANDLE, LEGACY_HANDLE):
+        return StreamInfo(handle, LEGACY_DEFAULT, 0, 0)
+    if handle == PER_THREAD_HANDLE:
+        return StreamInfo(handle, PER_THREAD_DEFAULT, 0, 0)
+    # As a GPU's driver knows a stream's flags from its creation alone, so does the
+    # simulator: an attribute set on a stream later (s.priority = -5) changes nothing.
+    nonblocking, priority = _sim_made.get(handle, (False, 0))
+    return StreamInfo(handle, NON_BLOCKING if nonblocking else BLOCKING, priority, 0)
+
+
+_sim_made: dict = {}  # simulator stream handle -> (nonblocking, priority), from stream()
+
+
+def _check(err, what: str) -> None:
+    from cuda.bindings import driver
+
+    if err != driver.CUresult.CUDA_SUCCESS:
+        name = driver.cuGetErrorName(err)[1]
+        raise RuntimeError(f"{what} failed: {name.decode() if isinstance(name, bytes) else name}")
+
+
 # --- what a stream is, seen from the calling thread ---------------------------------
 def _device_id() -> int:
-    if on_simulator():
+    if _device.SIMULATOR:
         return 0
     from numba import cuda
 
@@ -304,7 +491,7 @@ def _ref(stream) -> StreamRef:
 
 def is_pinned(ary) -> bool:
     """Is the host array ``ary`` in pinned (page-locked) memory?"""
-    if on_simulator():
+    if _device.SIMULATOR:
         from ._pinned import is_pinned as sim_is_pinned
 
         return sim_is_pinned(ary)

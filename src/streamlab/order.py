@@ -50,10 +50,7 @@ import threading
 from dataclasses import dataclass
 
 from . import ops as _ops
-from .ops import Op, OpLog, Region
-
-# CUDA's rule (see the module docstring); tests/test_gpu.py measures it on a GPU.
-PER_THREAD_SYNCS_WITH_LEGACY = True
+from .ops import PER_THREAD_SYNCS_WITH_LEGACY, Op, OpLog, Region  # noqa: F401  (the rule)
 
 READ, WRITE, ATOMIC = "read", "write", "atomic"
 
@@ -106,24 +103,6 @@ class Race:
                     f"and make {second.stream.describe(names)} wait on it before the second "
                     f"(event.wait(stream)).")
         return "Issue them to one stream, or order them with an event."
-
-
-def blocking(ref) -> bool:
-    """Does a stream of this kind wait for the legacy default stream (and it for it)?"""
-    return ref.kind == "blocking" or (ref.is_per_thread_default
-                                      and PER_THREAD_SYNCS_WITH_LEGACY)
-
-
-def implicit_waits(kinds: dict, ref) -> list:
-    """The legacy default stream's rule: of the streams ``kinds`` (agent -> StreamRef),
-    those whose earlier work an operation in ``ref``'s stream waits for."""
-    device = ref.device
-    if ref.is_legacy_default:
-        return [a for a, r in kinds.items() if r.device == device
-                and blocking(r) and not r.is_legacy_default]
-    if blocking(ref):
-        return [a for a, r in kinds.items() if r.device == device and r.is_legacy_default]
-    return []
 
 
 class Order:
@@ -180,7 +159,7 @@ class Order:
     # --- the rules -------------------------------------------------------------------
     def _implicit(self, ref) -> list:
         """Stream agents whose earlier work an operation in ``ref``'s stream waits for."""
-        return implicit_waits(self.kinds, ref)
+        return ref.implicit_waits(self.kinds)
 
     def feed(self, op: Op) -> list[Race]:
         """Take the next operation (in issue order); return the races it completes."""

@@ -25,10 +25,12 @@ import contextlib
 import os
 import threading
 
-from . import check
+import numpy as np
+
+from . import _device, check
 from . import ops as _ops
 from .check import CheckFailed, fail
-from .ops import OpLog
+from .ops import OpLog, StreamRef
 from .order import Order, analyze, checked_here
 
 
@@ -209,9 +211,7 @@ def _saw_everything(label: str) -> None:
     """A check that could not see cuda.core's calls (CUPTI was taken by another
     subscriber in the learner's process) cannot pass: a sync it did not see is no proof
     of none."""
-    from ._device import on_simulator
-
-    if on_simulator():
+    if _device.SIMULATOR:
         return
     from . import _driverwatch
 
@@ -277,3 +277,22 @@ def order_culprits(order, a, b):
             if op.kind == "wait":
                 yield f"{op.describe()} makes one stream wait for the other"
                 return
+
+
+def events_read(ms, start, end, what: str) -> float:
+    """The figure a learner's function returned, held to what its own events read: the
+    records ``start`` and ``end`` (Ops). A figure typed in, or timed on the host's clock,
+    is not the events' (they read to half a microsecond; the figure must match to 0.1 us)."""
+    if not isinstance(ms, (float, int, np.floating)) or isinstance(ms, bool):
+        fail(f"{what} returned {type(ms).__name__} {ms!r}: return "
+                   f"start.elapsed_time(end), the milliseconds between the events")
+    measured = start.event.elapsed_time(end.event)
+    if abs(ms - measured) > 1e-4 + 1e-6 * measured:
+        fail(f"{what} returned {ms:.4f} ms, but its events read {measured:.4f} ms "
+                   f"apart: return start.elapsed_time(end)")
+    return float(ms)
+
+
+def once_in(found, stream) -> bool:
+    """Is ``found`` (recorded operations) exactly one operation, issued to ``stream``?"""
+    return len(found) == 1 and found[0].stream.key() == StreamRef.of(stream).key()

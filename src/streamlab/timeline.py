@@ -48,10 +48,11 @@ from dataclasses import dataclass
 
 from numba import cuda
 
-from ._device import device_name, on_simulator
+from . import _device
+from ._device import device_name
 from .model import simulator_model, timeline_made
 from .ops import internal, observing
-from .streams import canonical_handle, stream_info, stream_key
+from .ops import canonical_handle, stream_info, stream_key
 from .plot import HOST_KINDS, KINDS, check_kind
 from .trace import Row, Span, Trace
 
@@ -231,8 +232,8 @@ class Timeline:
         if isinstance(calibrations, bool) or not isinstance(calibrations, int):
             raise TypeError(f"calibrations must be a whole number of tries (5 by default), "
                             f"got {calibrations!r}")
-        self.simulated = on_simulator()
-        self.device = device_name()
+        self.simulated = _device.SIMULATOR
+        self.device = _device.SIMULATOR_NAME if self.simulated else device_name()
         self.device_id = cuda.get_current_device().id if not self.simulated else 0
         self._entries: list = []
         self._rows: dict[object, Row] = {}  # key: stream handle, or ("host", thread id)

@@ -26,9 +26,7 @@ from numba import cuda
 
 import streamlab
 
-from .. import check
-from ..rules import part
-from ..ops import StreamRef
+from ..rules import events_read, once_in, part  # noqa: F401  (two rules the checks use)
 
 __all__ = ["exercise", "THREADS", "N", "BUSY_NS", "blocks_for", "add_one", "fill", "fresh",
            "events_read", "once_in"]
@@ -72,22 +70,3 @@ def fresh(seed=None, size: int = N):
     d = cuda.to_device(h, stream=s)
     s.synchronize()
     return h, d
-
-
-def events_read(ms, start, end, what: str) -> float:
-    """The figure a learner's function returned, held to what its own events read: the
-    records ``start`` and ``end`` (Ops). A figure typed in, or timed on the host's clock,
-    is not the events' (they read to half a microsecond; the figure must match to 0.1 us)."""
-    if not isinstance(ms, (float, int, np.floating)) or isinstance(ms, bool):
-        check.fail(f"{what} returned {type(ms).__name__} {ms!r}: return "
-                   f"start.elapsed_time(end), the milliseconds between the events")
-    measured = start.event.elapsed_time(end.event)
-    if abs(ms - measured) > 1e-4 + 1e-6 * measured:
-        check.fail(f"{what} returned {ms:.4f} ms, but its events read {measured:.4f} ms "
-                   f"apart: return start.elapsed_time(end)")
-    return float(ms)
-
-
-def once_in(found, stream) -> bool:
-    """Is ``found`` (recorded operations) exactly one operation, issued to ``stream``?"""
-    return len(found) == 1 and found[0].stream.key() == StreamRef.of(stream).key()
