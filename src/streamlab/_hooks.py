@@ -628,14 +628,15 @@ def _sim_copies() -> None:  # noqa: C901  (three copies, each with its capture)
     fake = sim_da.FakeCUDAArray
     def to_device_wrap(orig):
         def to_device(ary, stream=0, copy=True, to=None):
-            lane = None if _in_kernel() else _capture.sim_lane(stream)
-            if lane is None and copy and not _in_kernel():
+            lane = None if _in_kernel() or not _capture.capturing else _capture.sim_lane(stream)
+            if lane is None and copy and _capture.capturing and not _in_kernel():
                 _capture.sim_refuse_legacy("cuda.to_device", stream)
             if lane is not None:  # the copy is captured; the allocation happens now
                 if to is not None:
                     lane.copy("h2d", to, ary)
                     return None
-                _capture.sim_refuse_allocation("cuda.to_device (it allocates)")
+                if _capture.capturing:
+                    _capture.sim_refuse_allocation("cuda.to_device (it allocates)")
                 out = orig(ary, stream=0, copy=False)
                 out.stream = stream
                 if copy:
@@ -657,8 +658,9 @@ def _sim_copies() -> None:  # noqa: C901  (three copies, each with its capture)
 
     def copy_to_host(orig):
         def copy_to_host(self, ary=None, stream=0):
-            lane = None if _in_kernel() else _capture.sim_lane(stream or self.stream)
-            if lane is None and not _in_kernel():
+            lane = None if _in_kernel() or not _capture.capturing \
+                else _capture.sim_lane(stream or self.stream)
+            if lane is None and _capture.capturing and not _in_kernel():
                 _capture.sim_refuse_legacy("copy_to_host", stream or self.stream)
             if lane is not None:  # captured into a graph: it runs at each replay
                 if ary is None:
@@ -678,8 +680,9 @@ def _sim_copies() -> None:  # noqa: C901  (three copies, each with its capture)
 
     def copy_to_device(orig):
         def copy_to_device(self, ary, stream=0):
-            lane = None if _in_kernel() else _capture.sim_lane(stream or self.stream)
-            if lane is None and not _in_kernel():
+            lane = None if _in_kernel() or not _capture.capturing \
+                else _capture.sim_lane(stream or self.stream)
+            if lane is None and _capture.capturing and not _in_kernel():
                 _capture.sim_refuse_legacy("copy_to_device", stream or self.stream)
             if lane is not None:  # captured into a graph: it runs at each replay
                 lane.copy("d2d" if isinstance(ary, fake) else "h2d", self, ary)
@@ -752,11 +755,12 @@ def _sim_launches() -> None:
         def __call__(self, *args):
             if self._device:
                 return orig(self, *args)
-            lane = _capture.sim_lane(getattr(self, "_streamlab_stream", 0))
-            if lane is not None:  # captured into a graph: it runs at each replay
-                return lane.kernel(self, args)
-            _capture.sim_refuse_legacy(f"a launch of {self.fn.__name__}",
-                                      getattr(self, "_streamlab_stream", 0))
+            if _capture.capturing:  # (nothing captures: the graph stand-in is not asked)
+                lane = _capture.sim_lane(getattr(self, "_streamlab_stream", 0))
+                if lane is not None:  # captured into a graph: it runs at each replay
+                    return lane.kernel(self, args)
+                _capture.sim_refuse_legacy(f"a launch of {self.fn.__name__}",
+                                           getattr(self, "_streamlab_stream", 0))
             sim_flush(getattr(self, "_streamlab_stream", 0))
             # mapped host memory: the kernel writes the host array itself, as on a GPU
             args = tuple(fake(a) if isinstance(a, SimMappedArray) else a for a in args)

@@ -125,7 +125,8 @@ def _stream_and_event_classes():
 
         @timed
         def synchronize(self):
-            capture.sim_refuse_sync("stream.synchronize()")
+            if capture.capturing:
+                capture.sim_refuse_sync("stream.synchronize()")
             sim_flush(self)
             emit("sync", "stream", self)
 
@@ -141,11 +142,15 @@ def _stream_and_event_classes():
             self.timing = bool(timing)
             self._t_ns = None
             self._uid = None  # its latest record, as the model knows it
+            # where it was last recorded: False never, None outside any capture, else
+            # (capture, its point in the graph) (streamlab.sim.capture reads and sets it)
+            self._streamlab_captured = False
 
         @timed
         def record(self, stream=0):
-            if capture.sim_event_record(self, stream):
+            if capture.capturing and capture.sim_event_record(self, stream):
                 return  # a point in a graph being captured (see streamlab.sim.capture)
+            self._streamlab_captured = None  # recorded outside any capture
             sim_flush(stream)  # queued host functions come before the event
             self._t_ns = time.perf_counter_ns()
             op = emit("record", "event", stream, event=self)
@@ -153,20 +158,22 @@ def _stream_and_event_classes():
 
         @timed
         def wait(self, stream=0):
-            if capture.sim_event_wait(self, stream):
+            if capture.capturing and capture.sim_event_wait(self, stream):
                 return  # the stream joins a graph's capture (see streamlab.sim.capture)
             sim_flush(stream)
             emit("wait", "event", stream, event=self)
 
         @timed
         def synchronize(self):
-            capture.sim_refuse_event(self, "event.synchronize()")
+            if capture.capturing or self._streamlab_captured:
+                capture.sim_refuse_event(self, "event.synchronize()")
             sim_flush()
             emit("sync", "event", event=self)
 
         @timed
         def query(self):
-            capture.sim_refuse_event(self, "event.query()")
+            if capture.capturing or self._streamlab_captured:
+                capture.sim_refuse_event(self, "event.query()")
             sim_flush()
             model = simulator_model()
             done = True if model is None or self._uid is None else model.done(self._uid)
@@ -188,7 +195,7 @@ def _stream_and_event_classes():
             return model.times(self._uid)[1] * 1000.0
 
         def _check(self, role):
-            if getattr(self, "_streamlab_captured", None):
+            if self._streamlab_captured:
                 raise CudaAPIError(
                     1,
                     f"[CUDA_ERROR_INVALID_VALUE] the {role} event was last recorded inside "
@@ -249,7 +256,8 @@ def _stream_and_event_calls(SimStream, SimEvent) -> dict:  # noqa: N803  (classe
 
     @timed
     def synchronize():
-        capture.sim_refuse_sync("cuda.synchronize()")
+        if capture.capturing:
+            capture.sim_refuse_sync("cuda.synchronize()")
         sim_flush()
         emit("sync", "device", detail={"device": 0})
 
@@ -303,13 +311,15 @@ def _memory_calls() -> dict:
     # print a RuntimeWarning when garbage happens to be NaN or inf (at random, from run
     # to run). A kernel that reads memory nobody wrote still reads wrong values: zeros.
     def device_array(*args, **kwargs):
-        capture.sim_refuse_allocation("cuda.device_array")
+        if capture.capturing:
+            capture.sim_refuse_allocation("cuda.device_array")
         out = sim_da.device_array(*args, **kwargs)
         out._ary.fill(0)
         return out
 
     def device_array_like(ary, stream=0):
-        capture.sim_refuse_allocation("cuda.device_array_like")
+        if capture.capturing:
+            capture.sim_refuse_allocation("cuda.device_array_like")
         out = sim_da.device_array_like(ary, stream=stream)
         out._ary.fill(0)
         return out

@@ -29,7 +29,11 @@ from ..graph_types import (CAPTURE_IMPLICIT, CAPTURE_INVALIDATED, CAPTURE_ISOLAT
                            GraphNode, GraphShape, check_builder, check_stream_to_capture)
 
 _lock = threading.RLock()
-_active: dict = {}  # stream key -> _Lane, for every stream capturing now
+#: stream key -> _Lane, for every stream capturing now. Empty while no capture is on (nearly
+#: always): the simulator's streams, events and launches read it, and call the guards
+#: below only when it is not, so that code that builds no graph never enters this module.
+#: Only this module writes it.
+capturing: dict = {}
 _graph_ids = itertools.count(1)
 _builder_streams: weakref.WeakSet = weakref.WeakSet()  # builders' streams (cuda.core's)
 
@@ -50,7 +54,7 @@ def _key(stream):
 
 def sim_lane(stream) -> "_Lane | None":
     """The capture lane of ``stream`` if it is capturing now (simulator only)."""
-    if not _active:
+    if not capturing:
         return None
     if stream is None or stream == 0:
         return None
@@ -60,16 +64,16 @@ def sim_lane(stream) -> "_Lane | None":
         lane = stream._lane
         return lane if lane is not None and lane.capture.building else None
     with _lock:
-        return _active.get(_key(stream))
+        return capturing.get(_key(stream))
 
 
 def sim_refuse_sync(what: str) -> None:
     """A synchronize or an event query while a capture is on: refused, and every capture
     on is invalidated, as on a GPU (a pageable copy is refused by the lane's copy)."""
-    if not _active:
+    if not capturing:
         return
     with _lock:
-        captures = {lane.capture for lane in _active.values()}
+        captures = {lane.capture for lane in capturing.values()}
     for c in captures:
         c.invalidate(what)
     raise _capture_error(
@@ -110,7 +114,7 @@ def sim_refuse_legacy(what: str, stream) -> None:
     capturing: the legacy stream would wait for that stream's work, which has not run,
     so a GPU refuses with CUDA_ERROR_STREAM_CAPTURE_IMPLICIT and invalidates the capture.
     cuda.core's own streams (the builder's, split()'s) are non-blocking: no refusal."""
-    if not _active:
+    if not capturing:
         return
     from ..streams import LEGACY_DEFAULT, NON_BLOCKING, stream_info
 
@@ -119,7 +123,7 @@ def sim_refuse_legacy(what: str, stream) -> None:
                 stream_info(stream).kind != LEGACY_DEFAULT:
             return
     with _lock:
-        blocking = {lane.capture for lane in _active.values()
+        blocking = {lane.capture for lane in capturing.values()
                     if stream_info(lane.stream).kind != NON_BLOCKING}
     if not blocking:
         return
@@ -136,10 +140,10 @@ def sim_refuse_legacy(what: str, stream) -> None:
 def sim_refuse_allocation(what: str) -> None:
     """cuda.device_array (or to_device's allocation) while a capture in 'global' or
     'thread_local' mode is on: refused, as on a GPU (in 'relaxed' mode, allowed)."""
-    if not _active:
+    if not capturing:
         return
     with _lock:
-        strict = [lane.capture for lane in _active.values() if lane.capture.mode != "relaxed"]
+        strict = [lane.capture for lane in capturing.values() if lane.capture.mode != "relaxed"]
     if not strict:
         return
     for c in set(strict):
@@ -259,7 +263,7 @@ class _Capture:
         self.lanes.append(lane)
         if stream is not None:
             with _lock:
-                _active[_key(stream)] = lane
+                capturing[_key(stream)] = lane
         return lane
 
     def add_node(self, lane: _Lane, kind: str, name: str, run) -> _Node:
@@ -292,8 +296,8 @@ class _Capture:
     def stop(self) -> None:
         self.building = False
         with _lock:
-            for key in [k for k, lane in _active.items() if lane.capture is self]:
-                del _active[key]
+            for key in [k for k, lane in capturing.items() if lane.capture is self]:
+                del capturing[key]
 
     def shape(self) -> GraphShape:
         nodes = tuple(GraphNode(n.index, n.kind, n.name) for n in self.nodes)
@@ -425,7 +429,7 @@ class SimGraphBuilder:
         first._lane.tail = tail
         with _lock:
             for b in graph_builders[1:]:
-                _active.pop(_key(b._lane.stream), None)
+                capturing.pop(_key(b._lane.stream), None)
         return first
 
     def callback(self, fn, *, user_data=None) -> None:
