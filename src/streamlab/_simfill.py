@@ -82,7 +82,7 @@ def _stream_and_event_classes():
     from numba.cuda.simulator import api as sim_api
     from numba.cuda.simulator.cudadrv.driver import CudaAPIError
 
-    from .hostfn import sim_flush
+    from .sim import driver as sim_driver
     from .model import simulator_model
 
     base_stream = sim_api.stream
@@ -127,7 +127,8 @@ def _stream_and_event_classes():
         def synchronize(self):
             if capture.capturing:
                 capture.sim_refuse_sync("stream.synchronize()")
-            sim_flush(self)
+            if sim_driver.outstanding:
+                sim_driver.flush(self)
             emit("sync", "stream", self)
 
     class SimEvent(base_event):
@@ -151,7 +152,8 @@ def _stream_and_event_classes():
             if capture.capturing and capture.sim_event_record(self, stream):
                 return  # a point in a graph being captured (see streamlab.sim.capture)
             self._streamlab_captured = None  # recorded outside any capture
-            sim_flush(stream)  # queued host functions come before the event
+            if sim_driver.outstanding:  # queued host functions come before the event
+                sim_driver.flush(stream)
             self._t_ns = time.perf_counter_ns()
             op = emit("record", "event", stream, event=self)
             self._uid = op.uid if op is not None and simulator_model() is not None else None
@@ -160,21 +162,24 @@ def _stream_and_event_classes():
         def wait(self, stream=0):
             if capture.capturing and capture.sim_event_wait(self, stream):
                 return  # the stream joins a graph's capture (see streamlab.sim.capture)
-            sim_flush(stream)
+            if sim_driver.outstanding:
+                sim_driver.flush(stream)
             emit("wait", "event", stream, event=self)
 
         @timed
         def synchronize(self):
             if capture.capturing or self._streamlab_captured:
                 capture.sim_refuse_event(self, "event.synchronize()")
-            sim_flush()
+            if sim_driver.outstanding:
+                sim_driver.flush()
             emit("sync", "event", event=self)
 
         @timed
         def query(self):
             if capture.capturing or self._streamlab_captured:
                 capture.sim_refuse_event(self, "event.query()")
-            sim_flush()
+            if sim_driver.outstanding:
+                sim_driver.flush()
             model = simulator_model()
             done = True if model is None or self._uid is None else model.done(self._uid)
             emit("query", "event", event=self, detail={"result": done})
@@ -234,7 +239,7 @@ def _stream_and_event_classes():
 
 def _stream_and_event_calls(SimStream, SimEvent) -> dict:  # noqa: N803  (classes)
     """numba.cuda's event and stream functions, and synchronize, made with them."""
-    from .hostfn import sim_flush
+    from .sim import driver as sim_driver
 
     def event(timing=True):
         return SimEvent(timing=timing)
@@ -258,7 +263,8 @@ def _stream_and_event_calls(SimStream, SimEvent) -> dict:  # noqa: N803  (classe
     def synchronize():
         if capture.capturing:
             capture.sim_refuse_sync("cuda.synchronize()")
-        sim_flush()
+        if sim_driver.outstanding:
+            sim_driver.flush()
         emit("sync", "device", detail={"device": 0})
 
     return {

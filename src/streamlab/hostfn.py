@@ -32,7 +32,7 @@ What streamlab adds, without standing in the way:
   host function resolves, say);
 * on the simulator, which has no driver, :mod:`streamlab.sim.bindings` stands in for the
   call, and the function runs later, on a thread of its own, in stream order
-  (:class:`_SimDriver`).
+  (:mod:`streamlab.sim.driver`).
 
 Rules that come with it (CUDA's, not streamlab's):
 
@@ -51,21 +51,20 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
-import functools
 import itertools
-import sys
 import threading
 import time
 import traceback
 from dataclasses import dataclass, field
 
 from . import _device
-from .ops import (current_host_function, emit, emitted_while_recording, internal, observing,
-                  quietly, recording, running_host_function, timed)
+from .ops import emit, internal, observing, running_host_function, timed
 from .streams import DriverStream, handle_of
 
 
 DRIVER_THREAD = "CUDA driver"  # the model's name for the thread that runs host functions
+#: the name of the thread that runs host functions on the simulator (streamlab.sim.driver)
+SIM_DRIVER_THREAD = "streamlab-sim-driver"
 
 
 class HostFuncError(RuntimeError):
@@ -147,114 +146,7 @@ def _on_the_model(call: HostCall) -> None:
 
 def _on_driver_thread() -> bool:
     return threading.current_thread() is not threading.main_thread() and \
-        threading.current_thread().name.startswith(("Dummy", _SimDriver.THREAD))
-
-
-class _SimDriver:
-    """Host functions on the simulator, run as a GPU's driver would run them.
-
-    A GPU runs a host function when its stream reaches it: later than the call that
-    queued it, on a driver thread, and before anything issued to that stream afterwards.
-    The simulator has no such later: everything it runs is done when the call returns.
-    So streamlab queues each host function and runs it (in stream order, on a thread of
-    its own) before the next operation on its stream, any synchronize or query (which wait
-    for it), or after ``DELAY_S``, whichever comes first. A host function that reads a loop
-    variable it closed over then sees the value a GPU would show it: a later one. And one
-    that asks which thread it runs on is told, as on a GPU, that it is not yours.
-    """
-
-    DELAY_S = 0.02
-    THREAD = "streamlab-sim-driver"
-
-    def __init__(self):
-        self.lock = threading.Condition()
-        self.queues: dict = {}  # stream key -> [(due, call, fn, args, kwargs)]
-        self.urgent: set = set()  # stream keys whose functions are wanted now
-        self.running = None  # the stream key whose function runs now
-        self.thread: threading.Thread | None = None
-
-    def submit(self, key, call, fn, args, kwargs) -> None:
-        with self.lock:
-            self.queues.setdefault(key, []).append(
-                (time.perf_counter() + self.DELAY_S, call, fn, args, kwargs))
-            if self.thread is None:
-                self.thread = threading.Thread(target=self._loop, name=self.THREAD,
-                                               daemon=True)
-                self.thread.start()
-            self.lock.notify_all()
-
-    def flush(self, key=None) -> None:
-        """Have what is queued for stream ``key`` (every stream: None) run now, and wait
-        until it has."""
-        with self.lock:
-            keys = {key} if key is not None else set(self.queues)
-            keys = {k for k in keys if self.queues.get(k) or self.running == k}
-            if not keys:
-                return
-            if threading.current_thread() is self.thread:
-                return  # a host function that calls CUDA: CUDA forbids it; never wait on
-                # oneself (what it waits for runs after it, as on a GPU it would deadlock)
-            self.urgent |= keys
-            self.lock.notify_all()
-            while any(self.queues.get(k) for k in keys) or self.running in keys:
-                self.lock.wait()
-
-    def pending(self) -> bool:
-        with self.lock:
-            return any(self.queues.values()) or self.running is not None
-
-    def _next(self):
-        """(key, entry) due now or wanted now, else (None, seconds to wait or None)."""
-        now = time.perf_counter()
-        soonest = None
-        for k, q in self.queues.items():
-            if not q:
-                continue
-            if k in self.urgent or q[0][0] <= now:
-                return k, q.pop(0)
-            soonest = q[0][0] - now if soonest is None else min(soonest, q[0][0] - now)
-        return None, soonest
-
-    def _loop(self) -> None:
-        while True:
-            with self.lock:
-                key, entry = self._next()
-                if key is None:
-                    self.urgent = {k for k in self.urgent if self.queues.get(k)}
-                    self.lock.wait(entry)
-                    continue
-                self.running = key
-            try:
-                _run(*entry[1:])
-            finally:
-                with self.lock:
-                    self.running = None
-                    if not self.queues.get(key):
-                        self.urgent.discard(key)
-                    self.lock.notify_all()
-
-
-_sim_driver = _SimDriver()
-
-
-def sim_flush(stream=None) -> None:
-    """On the simulator, run the host functions queued for ``stream`` (and those of the
-    default streams, which order with it), or all of them: called before an operation on
-    a stream and before a synchronize. Nothing to do on a GPU."""
-    if not _sim_driver.pending():
-        return
-    if stream is None:
-        _sim_driver.flush()
-        return
-    from .ops import StreamRef
-
-    ref = StreamRef.of(stream)
-    if ref.is_legacy_default:
-        _sim_driver.flush()
-        return
-    _sim_driver.flush(ref.key())
-    if ref.kind != "non-blocking":
-        _sim_driver.flush(StreamRef.of(0).key())
+        threading.current_thread().name.startswith(("Dummy", SIM_DRIVER_THREAD))
 
 
 HOST_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p)  # CUDA's CUhostFn: void fn(void *userData)
@@ -287,7 +179,7 @@ def launch_host_func(stream, fn, *args, name: str | None = None, **kwargs) -> Ho
 
     Returns at once with a :class:`HostCall`. On a GPU the driver calls ``fn`` on its
     own thread once the stream reaches it; work issued to the stream afterwards waits
-    until ``fn`` returns. On the simulator it runs later too (see :class:`_SimDriver`):
+    until ``fn`` returns. On the simulator it runs later too (see :mod:`streamlab.sim.driver`):
     just before the stream's next operation, a synchronize, or 20 ms on.
     """
     if not callable(fn):
@@ -317,8 +209,10 @@ def _launch(stream, handle: int, fn, args, kwargs, name: str, *, name_given=True
     call.op_uid = op.uid if op is not None else None
     if _device.SIMULATOR:
         from .ops import StreamRef
+        from .sim import driver as sim_driver
 
-        _sim_driver.submit(StreamRef.of(stream).key(), call, fn, args, kwargs)
+        sim_driver.submit(StreamRef.of(stream).key(), lambda: _run(call, fn, args, kwargs),
+                          thread_name=SIM_DRIVER_THREAD)
         return call
     from cuda.bindings import driver
 
@@ -478,8 +372,9 @@ def _watched_driver_call(hStream, fn, userData):  # noqa: N803  (the driver's na
 
 
 def install() -> None:
-    """On a GPU, record ``cuLaunchHostFunc`` while a recorder listens; everywhere, let a
-    host function's news reach other threads in order (the registry undoes both)."""
+    """On a GPU, record ``cuLaunchHostFunc`` while a recorder listens (the registry undoes
+    it). A host function's news reaching other threads is drawn by
+    :mod:`streamlab._hooks`, with the other hand-overs between threads."""
     from ._patching import patch
 
     if not _device.SIMULATOR:
@@ -490,245 +385,6 @@ def install() -> None:
         if driver is not None and not _real_driver_call:
             _real_driver_call.append(driver.cuLaunchHostFunc)
             patch(driver, "cuLaunchHostFunc", _watched_driver_call)
-    _install_signals(patch)
-
-
-def _hand_over() -> int | None:
-    """The record that what the calling thread did so far precedes what a receiving
-    thread does next: inside a host function, the host function's own (its place in its
-    stream, which the model GPU knows too); elsewhere, while a recorder listens, a new
-    ``sync "hand over"`` record (the race check's vector clock of this thread)."""
-    uid = current_host_function()
-    if uid is not None or not recording() or not emitted_while_recording():
-        return uid  # (a thread that recorded nothing, a library's, hands over nothing)
-    try:
-        with internal(), quietly():
-            op = emit("sync", "hand over")
-    except Exception:  # noqa: BLE001  (a thread half started or ending: no record, no harm)
-        return None
-    return op.uid if op is not None else None
-
-
-#: per thread, the hand-overs it has received lately (each is drawn once per thread)
-_seen = threading.local()
-
-
-def _received(uid: int) -> None:
-    seen = getattr(_seen, "uids", None)
-    if seen is None:
-        seen = _seen.uids = {}
-    if uid in seen:
-        return
-    seen[uid] = None
-    if len(seen) > 256:
-        del seen[next(iter(seen))]
-    try:
-        with internal(), quietly():
-            emit("sync", "awaited", detail={"after": uid})
-    except Exception:  # noqa: BLE001  (as above)
-        pass
-
-
-_THREADING = threading.__file__
-
-
-def _from_threading(frame) -> bool:
-    """Is the caller threading's own code (a Thread starting, a Condition, a Barrier)?"""
-    return frame is not None and frame.f_code.co_filename == _THREADING
-
-
-def _install_signals(patch) -> None:
-    """What one thread hands to another orders the receiver after it. Inside a host
-    function that is how its news reaches your code; between your own threads it is
-    ordering like a join. The hand-overs drawn:
-
-    - ``loop.call_soon_threadsafe(...)``: asyncio's way in from another thread, which
-      ``asyncio.to_thread`` and ``run_in_executor`` use too;
-    - ``threading.Event``: ``set()``, then a ``wait()`` or an ``is_set()`` that finds it set;
-    - ``concurrent.futures.Future``: finished in one thread (``set_result``,
-      ``set_exception``), found done by another (``result()``, ``exception()``, or a done
-      callback run at once, which is how asyncio chains a worker's future that finished
-      first);
-    - ``queue.Queue`` (and its ``LifoQueue`` and ``PriorityQueue``): a ``get()``, or an
-      ``empty()`` that finds an item, is ordered after every ``put()`` made before it, as
-      the queue's own lock orders them.
-
-    A look that finds the news counts whether or not the code then uses what it found (a
-    sleep, then an ``is_set()`` whose answer is ignored, passes: lab 05 keeps it as a known
-    hole). Not drawn, and so reported as a race though CPython orders them: a plain list
-    or flag polled under the GIL, and ``queue.SimpleQueue`` (a C type, which cannot be
-    patched). The records are made quietly (:func:`streamlab.ops.quietly`): a race they
-    complete is raised at the thread's next ordinary operation, not inside the library's
-    call."""
-    import asyncio.base_events
-    import concurrent.futures
-    import queue
-
-    loop_cls = asyncio.base_events.BaseEventLoop
-    soon = loop_cls.call_soon_threadsafe
-
-    def call_soon_threadsafe(self, callback, *args, context=None):
-        uid = _hand_over() if observing() else None
-        if uid is not None:
-            inner = callback
-
-            def callback(*a):  # runs on the loop's thread, after what came before
-                _received(uid)
-                return inner(*a)
-        return soon(self, callback, *args, context=context)
-
-    event_set, event_wait, event_is_set = (
-        threading.Event.set, threading.Event.wait, threading.Event.is_set)
-
-    def set(self):  # noqa: A001  (the method's name)
-        uid = _hand_over() if observing() and not _from_threading(sys._getframe(1)) else None
-        if uid is not None:  # (noted before the flag is set, so that a wait it wakes sees it)
-            _note(self, uid)
-        return event_set(self)
-
-    def _receive_all(obj):
-        for uid in dict.fromkeys(obj.__dict__.get("_streamlab_after", ())):
-            _received(uid)
-
-    def wait(self, timeout=None):
-        out = event_wait(self, timeout)
-        if out and "_streamlab_after" in self.__dict__ and observing():
-            _receive_all(self)
-        return out
-
-    def is_set(self):
-        out = event_is_set(self)
-        if out and "_streamlab_after" in self.__dict__ and observing():
-            _receive_all(self)
-        return out
-
-    patch(loop_cls, "call_soon_threadsafe", call_soon_threadsafe)
-    patch(threading.Event, "set", set)
-    patch(threading.Event, "wait", wait)
-    patch(threading.Event, "is_set", is_set)
-
-    future = concurrent.futures.Future
-    set_result, set_exception, add_done_callback = (
-        future.set_result, future.set_exception, future.add_done_callback)
-    result, exception = future.result, future.exception
-
-    def noted(method):
-        @functools.wraps(method)
-        def finish(self, *args, **kwargs):
-            uid = _hand_over() if observing() and not self.done() else None
-            if uid is not None:  # noted before the state changes, so a finder sees it
-                _note(self, uid)
-            return method(self, *args, **kwargs)
-        return finish
-
-    @functools.wraps(add_done_callback)
-    def when_done(self, fn):
-        if observing() and "_streamlab_after" in self.__dict__ and self.done():
-            inner, after = fn, list(self.__dict__["_streamlab_after"])
-
-            def fn(done):  # run now, in this thread: it found the future done
-                for uid in after:
-                    _received(uid)
-                return inner(done)
-        return add_done_callback(self, fn)
-
-    def looked(method):
-        @functools.wraps(method)
-        def look(self, *args, **kwargs):
-            out = method(self, *args, **kwargs)  # (returns only once the future is done)
-            if "_streamlab_after" in self.__dict__ and observing():
-                _receive_all(self)
-            return out
-        return look
-
-    patch(future, "set_result", noted(set_result))
-    patch(future, "set_exception", noted(set_exception))
-    patch(future, "add_done_callback", when_done)
-    patch(future, "result", looked(result))
-    patch(future, "exception", looked(exception))
-
-    # A queue: each put notes a hand-over (made before the queue's lock is taken, and
-    # noted under it); a get, or an empty() that finds an item, takes under the same lock
-    # the notes of every put made before it, and receives them once it returns.
-    for cls in (queue.Queue, queue.LifoQueue, queue.PriorityQueue):
-        patch(cls, "_put", _queue_put(cls._put))
-        patch(cls, "_get", _queue_get(cls._get))
-    patch(queue.Queue, "put", _queue_send(queue.Queue.put))
-    patch(queue.Queue, "get", _queue_receive(queue.Queue.get))
-    patch(queue.Queue, "empty", _queue_empty(queue.Queue.empty))
-
-
-#: a put's hand-over, made before the queue's lock, noted under it; a get's notes, taken
-#: under the lock, received once it returns (per thread)
-_handing = threading.local()
-
-
-def _note(obj, uid: int) -> None:
-    after = obj.__dict__.setdefault("_streamlab_after", [])
-    after.append(uid)
-    del after[:-64]  # set or put again and again: its latest hand-overs
-
-
-def _queue_send(put):
-    @functools.wraps(put)
-    def send(self, *args, **kwargs):
-        _handing.put_uid = _hand_over() if observing() else None
-        try:
-            return put(self, *args, **kwargs)
-        finally:
-            _handing.put_uid = None
-    return send
-
-
-def _queue_put(put):
-    @functools.wraps(put)
-    def _put(self, item):
-        uid = getattr(_handing, "put_uid", None)
-        if uid is not None:
-            _note(self, uid)
-        return put(self, item)
-    return _put
-
-
-def _queue_get(get):
-    @functools.wraps(get)
-    def _get(self):
-        if "_streamlab_after" in self.__dict__ and getattr(_handing, "taking", False):
-            _handing.uids = list(self.__dict__["_streamlab_after"])
-        return get(self)
-    return _get
-
-
-def _receive_taken() -> None:
-    uids, _handing.uids = getattr(_handing, "uids", None), None
-    for uid in dict.fromkeys(uids or ()):
-        _received(uid)
-
-
-def _queue_receive(get):
-    @functools.wraps(get)
-    def receive(self, *args, **kwargs):
-        _handing.uids, _handing.taking = None, observing()
-        try:
-            item = get(self, *args, **kwargs)
-        finally:
-            _handing.taking = False
-        _receive_taken()
-        return item
-    return receive
-
-
-def _queue_empty(empty):
-    @functools.wraps(empty)
-    def looks_empty(self):
-        if not (observing() and "_streamlab_after" in self.__dict__):
-            return empty(self)
-        with self.mutex:  # (as Queue.empty does, taking the notes under the same lock)
-            out = not self._qsize()
-            _handing.uids = None if out else list(self.__dict__["_streamlab_after"])
-        _receive_taken()
-        return out
-    return looks_empty
 
 
 class StreamDone:

@@ -15,7 +15,7 @@ function) and answer as they answer, a ``CUresult`` first. Every other name in t
 is cuda.bindings' own: ``CUresult``, ``CUstream``, ``CUhostFn`` need no driver.
 
 A host function runs as on a GPU: later than the call, on a thread that is not yours, in
-stream order (see :class:`streamlab.hostfn._SimDriver`).
+stream order (see :mod:`streamlab.sim.driver`).
 """
 
 from __future__ import annotations

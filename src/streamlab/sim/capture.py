@@ -566,7 +566,7 @@ def _launch_sim_graph(graph: SimGraph, stream) -> None:
     from numba import cuda
 
     from .. import ops
-    from ..hostfn import sim_flush
+    from . import driver as sim_driver
 
     stream = _stream_of(stream)
     if sim_lane(stream) is not None:
@@ -576,7 +576,8 @@ def _launch_sim_graph(graph: SimGraph, stream) -> None:
 
     @ops.timed
     def launch():
-        sim_flush(stream)
+        if sim_driver.outstanding:
+            sim_driver.flush(stream)
         ops.emit("graph", "launch", stream, detail={"graph": graph._id,
                                                     "nodes": len(graph._capture.nodes)})
         graph.launches += 1
