@@ -10,7 +10,8 @@ is a move *back*: the package's middle calling up and down through itself).
     python scripts/trace_files.py            # on the simulator (as CI runs)
 
 It prints a table (the path, files, moves, moves back, and the files in the order first
-entered) and exits 0; the issue's limits are shown beside the counts, not enforced.
+entered) and exits 1 when a path enters more files than the issue's limit, 0 otherwise.
+The tests run it the same way (tests/test_scripts.py).
 """
 
 from __future__ import annotations
@@ -21,6 +22,10 @@ from pathlib import Path
 
 os.environ.setdefault("STREAMLAB_DEVICE", "sim")
 os.environ.setdefault("STREAMLAB_QUIET", "1")
+if __name__ == "__main__":
+    # the paths as they run by default: a session-wide race check (STREAMLAB_RACE_CHECK=1,
+    # as the course's tests set) adds the race check itself (streamlab.order) to each call
+    os.environ["STREAMLAB_RACE_CHECK"] = "0"
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # kept answers
 
@@ -108,6 +113,10 @@ def main() -> int:
     for name, got in rows:
         print(f"| {name} | {len(got['files'])} | {LIMITS[name]} | {got['moves']} | "
               f"{got['back']} | {', '.join(got['files'])} |")
+    over = [name for name, got in rows if len(got["files"]) > LIMITS[name]]
+    if over:
+        print(f"over issue 31's limit: {', '.join(over)}", file=sys.stderr)
+        return 1
     return 0
 
 

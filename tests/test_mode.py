@@ -74,7 +74,7 @@ def test_the_simulator_is_announced_in_one_plain_line_that_says_why():
                                "CUDA simulator.")
     assert "nothing runs concurrently" in lines[0]
     assert "model of an NVIDIA H200, not a measurement" in lines[0]
-    assert "_simfill" not in lines[0] and "uninstall" not in lines[0]
+    assert "_simfill" not in lines[0] and "sim.fill" not in lines[0] and "uninstall" not in lines[0]
     off = run_python("import streamlab", STREAMLAB_DEVICE="sim", STREAMLAB_MODEL="off")
     assert "host clock" in off.stdout.strip().splitlines()[0]
     numba = run_python("import streamlab", NUMBA_ENABLE_CUDASIM="1")

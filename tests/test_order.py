@@ -16,7 +16,7 @@ from numba.cuda import synchronize as aliased_synchronize  # before any recordin
 
 import streamlab
 from streamlab import order
-from streamlab._hooks import access_modes
+from streamlab.kernels import access_modes
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import race_cases  # noqa: E402

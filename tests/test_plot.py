@@ -79,7 +79,7 @@ def test_makespan_in_the_title_is_the_stream_rows_one_as_metrics_says():
 
 
 def test_a_very_short_span_is_still_visible():
-    from streamlab.plot import MIN_BAR
+    from streamlab.trace import MIN_BAR
     t = Trace.from_spans([Span("long", "s1", "kernel", 0.0, 20.0),
                           Span("blip", "s2", "kernel", 10.0, 10.005)])
     ax = plot(t)

@@ -1,6 +1,8 @@
 """The scripts that publish GPU results: the parts that need no GPU."""
 
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 from unittest import mock
@@ -467,10 +469,25 @@ def test_the_trace_counts_the_package_files_a_path_passes_through():
 
     trace_files.span_to_bar()
     got = trace_files.count(trace_files.span_to_bar)
-    assert {"timeline.py", "plot.py"} <= set(got["files"]), got["files"]
+    assert {"timeline.py", "trace.py"} <= set(got["files"]), got["files"]
     assert got["moves"] >= got["back"] >= 0 and got["moves"] >= len(got["files"]) - 1
     nothing = trace_files.count(lambda: sum(range(10)))   # no package code: nothing counted
     assert nothing == {"files": [], "moves": 0, "back": 0}
+
+
+def test_a_span_and_a_verdict_stay_within_issue_31s_limits_of_package_files():
+    """One span becoming a bar enters at most 5 of the package's files on the simulator,
+    an exercise's verdict at most 6 (scripts/trace_files.py, which exits 1 past them)."""
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "trace_files.py")],
+                       capture_output=True, text=True, cwd=ROOT, timeout=300,
+                       env={**os.environ, "STREAMLAB_DEVICE": "sim", "STREAMLAB_QUIET": "1"})
+    assert r.returncode == 0, r.stdout + r.stderr
+    rows = [line for line in r.stdout.splitlines() if line.startswith("| one span")
+            or line.startswith("| an exercise")]
+    assert len(rows) == 2, r.stdout
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert int(cells[1]) <= int(cells[2]), row
 
 
 # --- which collections run during tests (scripts/gc_during_tests.py) ---------------------

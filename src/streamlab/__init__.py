@@ -19,7 +19,7 @@ _device._set_mode(_chosen)
 from numba import cuda as _cuda  # noqa: E402  (must follow the mode choice)
 
 if _chosen.simulator:
-    from . import _simfill
+    from .sim import fill as _simfill
     from .model import start_simulator_model as _start_model
 
     _simfill.apply(_cuda)
@@ -49,16 +49,16 @@ from .claimcheck import ClaimFailed, claims  # noqa: E402
 from ._device import describe, device_name, on_simulator, pick  # noqa: E402
 from .hardware import attribute, peak_bandwidth_gbs  # noqa: E402
 from ._mode import DeviceModeError  # noqa: E402
-from .chrome import to_chrome_trace  # noqa: E402
+from .trace import to_chrome_trace  # noqa: E402
 from .graphs import (GraphError, GraphShape, core_stream, end_capture, graph_builder,  # noqa: E402
                      graph_shape, join)
 from .hostfn import HostCall, HostFuncError, launch_host_func, stream_done  # noqa: E402
 from .ops import Op, OpLog, Region, StreamRef, host_access, is_pinned, record_ops  # noqa: E402
 from .order import Race, RaceError, find_races, race_check  # noqa: E402
-from .plot import COLOURS, KINDS  # noqa: E402
+from .trace import COLOURS, KINDS  # noqa: E402
 from . import model  # noqa: E402
 from .model import kernel_cost, now, predict, size  # noqa: E402
-from .plot import compare, plot  # noqa: E402
+from .trace import compare, plot  # noqa: E402
 from .profiler import Profile, ProfileError, profile  # noqa: E402
 from .spin import globaltimer, ms_to_ns, spin  # noqa: E402
 from .memory import as_array, memory_resource  # noqa: E402

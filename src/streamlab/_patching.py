@@ -91,3 +91,10 @@ patch_item = _streamlab.patch_item
 patch_everywhere = _streamlab.patch_everywhere
 undo_all = _streamlab.undo_all
 patched = _streamlab.patched
+
+
+def wrap_attribute(owner, name: str, make, wrap=None) -> None:
+    """Replace ``owner.name`` with ``make(original)`` (passed through ``wrap`` if given:
+    :func:`streamlab.ops.timed`, say), in streamlab's registry."""
+    made = make(getattr(owner, name))
+    patch(owner, name, wrap(made) if wrap is not None else made)

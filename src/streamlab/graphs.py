@@ -402,6 +402,7 @@ def _copy_direction(src, dst) -> str:
 
 if on_simulator():  # chosen once, at import: the simulator's stand-ins take these names
     from .sim.capture import (core_stream, end_capture, end_capture_of,  # noqa: E402, F811
-                              graph_builder, graph_shape, is_capturing)
+                              graph_builder, graph_shape)
+    from .sim.fill import is_capturing  # noqa: E402, F811
 else:
     _register_exit_keeper()

@@ -374,7 +374,7 @@ def _watched_driver_call(hStream, fn, userData):  # noqa: N803  (the driver's na
 def install() -> None:
     """On a GPU, record ``cuLaunchHostFunc`` while a recorder listens (the registry undoes
     it). A host function's news reaching other threads is drawn by
-    :mod:`streamlab._hooks`, with the other hand-overs between threads."""
+    :func:`streamlab.ops.watch_threads`, with the other hand-overs between threads."""
     from ._patching import patch
 
     if not _device.SIMULATOR:

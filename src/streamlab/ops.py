@@ -34,21 +34,38 @@ What a record holds (:class:`Op`): the kind (launch, copy, memset, record, wait,
 query, hostfn, host, graph: a graph's launch), the stream (:class:`StreamRef`), the event object itself (kept
 alive by the record, so that a freed event's reused ``id()`` cannot confuse two events),
 the memory read and written (:class:`Region`, from the arrays; which kernel arguments a
-kernel writes is read from the kernel's own code, see :func:`streamlab._hooks.access_modes`),
+kernel writes is read from the kernel's own code, see :func:`streamlab.kernels.access_modes`),
 whether the host waited for the operation before the call returned (``blocking``), the
 line of code that issued it, and whether streamlab itself issued it (``internal``: a
 Timeline's events and synchronizes, which checks of the learner's calls leave out).
+
+This module is the recorder, and nothing else writes its state. Its parts, in order:
+
+* the records (:class:`StreamRef`, :class:`Region`, :class:`Op`, :class:`OpLog`);
+* what a stream is (:class:`StreamInfo`, :func:`stream_info`, :func:`handle_of`, ...),
+  asked of the driver, or on the simulator of what made the stream;
+* memory identity (which allocation an array's bytes belong to);
+* the bus: :func:`emit` feeds the recorders, the listeners (race checks) and the model
+  GPUs, with the line of code that issued each call;
+* what a copy and a launch read and write (:func:`copy_op`, :func:`launch_op`), for the
+  wrappers of both modes (:mod:`streamlab._hooks`, :mod:`streamlab.sim.fill`);
+* how host threads order one another (:func:`watch_threads`).
+
+Its readers (:mod:`streamlab.order`, :mod:`streamlab.model`, the checks) only read.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import os
 import sys
 import threading
 import weakref
 from dataclasses import dataclass, field, replace
+
+import numpy as np
 
 from . import _device
 
@@ -492,7 +509,7 @@ def _ref(stream) -> StreamRef:
 def is_pinned(ary) -> bool:
     """Is the host array ``ary`` in pinned (page-locked) memory?"""
     if _device.SIMULATOR:
-        from ._pinned import is_pinned as sim_is_pinned
+        from .sim.pinned import is_pinned as sim_is_pinned
 
         return sim_is_pinned(ary)
     return _pinned_address(ary.__array_interface__["data"][0])
@@ -943,3 +960,419 @@ def _listening_changed() -> None:
         _emitted["since"] = None
     for fn in list(_on_listening):
         fn(listening)
+
+
+# --- what a copy and a launch read and write: one description for both modes ---------
+def copy_op(direction: str, stream, *, host: Region | None, device: Region | None,
+            src: Region | None = None, pinned: bool | None, synchronous: bool) -> None:
+    """Record a copy as CUDA defines it (the CUDA Runtime API's "API synchronization
+    behavior"): which stream, what it reads and writes, and whether the host waited.
+
+    * host to device, pinned: asynchronous, unless called without a stream;
+    * host to device, pageable: the host buffer is read before the call returns (staged),
+      the device is written later, in stream order;
+    * device to host: the host waits unless the buffer is pinned and a stream is given;
+    * device to device: never waits.
+    """
+    stream = stream if stream else 0
+    if direction == "h2d":
+        if pinned:
+            emit("copy", "h2d", stream, pinned=True, blocking=synchronous,
+                 reads=(host,), writes=(device,))
+        else:
+            emit("copy", "h2d", stream, pinned=False, writes=(device,), host_reads=(host,))
+    elif direction == "d2h":
+        emit("copy", "d2h", stream, pinned=pinned, blocking=synchronous or not pinned,
+             reads=(device,), writes=(host,))
+    elif direction == "d2d":
+        emit("copy", "d2d", stream, reads=(src,), writes=(device,))
+    else:
+        emit("memset", "memset", stream, writes=(device,))
+
+
+#: a kernel's Python function -> (access modes, parameter names), read at its first launch
+_kernels: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _read_kernel(kernel) -> tuple:
+    """What ``kernel`` does to its arguments and what they are called
+    (:mod:`streamlab.kernels`), read once per kernel and kept."""
+    fn = getattr(kernel, "py_func", None) or getattr(kernel, "fn", None)
+    known = _kernels.get(fn) if fn is not None else None
+    if known is None:
+        from .kernels import access_modes, parameter_names
+
+        known = (access_modes(kernel), parameter_names(kernel))
+        if fn is not None:
+            _kernels[fn] = known
+    return known
+
+
+def launch_op(kernel, name: str, args, stream, grid, block, footprint=None,
+              slept_ns=None, touched=None, *, visible) -> None:
+    """Record a kernel launch with the memory it may read, write or update atomically.
+
+    Which arguments it writes comes from its code (:func:`streamlab.kernels.access_modes`).
+    ``visible(arg)`` says whether an argument is device memory (a host array is copied by
+    numba, and the copies are recorded). On the simulator, ``footprint`` holds the
+    elements it really touched, so two kernels that write different parts of one array
+    are not taken for a race."""
+    modes, names = _read_kernel(kernel)
+    reads, writes, atomics = [], [], []
+    for i, arg in enumerate(args):
+        if not visible(arg):
+            continue  # a host array: numba copies it (the copies are recorded)
+        label = f"argument {names[i]!r}" if i < len(names) else f"argument {i}"
+        region = region_of(arg, label)
+        if region is None:
+            continue
+        mode = modes[i] if modes is not None and i < len(modes) else "write"
+        if footprint is None:
+            (writes if mode == "write" else atomics if mode == "atomic" else reads).append(region)
+            continue
+        read, written = footprint.within(region)
+        if mode == "atomic":
+            atomics.append(_with_parts(region, read + written))
+            continue
+        if written:
+            writes.append(_with_parts(region, written))
+        if read:
+            reads.append(_with_parts(region, read))
+    emit("launch", name, stream, reads=reads, writes=writes, atomics=atomics,
+         detail={"grid": grid, "block": block, "args": names, **_kernel_facts(kernel, args),
+                 **({"slept_ns": slept_ns} if slept_ns else {}),
+                 **({"bytes_touched": touched} if touched is not None else {}),
+                 "modes": modes if modes is not None else "unknown: all written",
+                 "footprint": "elements touched" if footprint is not None
+                 else "whole arguments"})
+
+
+def _kernel_facts(kernel, args) -> dict:
+    """What a model GPU needs to time a launch: the kernel's Python function (a cost may
+    be stated for it) and, for :data:`streamlab.spin`, the nanoseconds asked for."""
+    from .spin import spin
+
+    fn = getattr(kernel, "py_func", None) or getattr(kernel, "fn", None)
+    facts = {"py_func": fn}
+    if fn is not None and fn is (getattr(spin, "py_func", None) or getattr(spin, "fn", None)) \
+            and args:
+        facts["spin_ns"] = int(args[0])
+    return facts
+
+
+def _with_parts(region: Region, pieces) -> Region:
+    parts = merge_pieces(pieces)
+    return replace(region, lo=parts[0][0], hi=parts[-1][1], parts=parts)
+
+
+class Footprint:
+    """The elements a simulated kernel touched: (lo, hi) byte ranges read and written."""
+
+    def __init__(self):
+        self.reads: set = set()
+        self.writes: set = set()
+
+    def touch(self, ary, idx, write: bool) -> None:
+        """Note that a simulated thread read (or wrote) ``ary[idx]``."""
+        face = ary.__array_interface__
+        base = face["data"][0]
+        if not isinstance(idx, tuple):
+            idx = (idx,)
+        if len(idx) == ary.ndim and all(isinstance(i, (int, np.integer)) for i in idx):
+            off = 0
+            for i, n, st in zip(idx, ary.shape, ary.strides):
+                off += (i + n if i < 0 else i) * st
+            piece = (base + off, base + off + ary.itemsize)
+        else:
+            sub = ary[idx]
+            if hasattr(sub, "__array_interface__") and getattr(sub, "ndim", 0):
+                piece = extent(sub.__array_interface__)
+            else:
+                piece = extent(face)
+        (self.writes if write else self.reads).add(piece)
+
+    def within(self, region: Region):
+        """The pieces read, and written, inside ``region``."""
+        def inside(pieces):
+            return [p for p in pieces if region.lo <= p[0] < region.hi]
+        return inside(self.reads), inside(self.writes)
+
+
+# --- host threads: what one hands another ---------------------------------------------
+def watch_threads(patch) -> None:
+    """Let the recorder see how host threads order one another: ``Thread.start`` and
+    ``Thread.join``, and what one thread hands another (:func:`_install_signals`).
+    ``patch(owner, name, value)`` is the registry's (:func:`streamlab._patching.patch`),
+    which ``streamlab.uninstall()`` undoes."""
+    _watch_threads(patch)
+    _install_signals(patch)
+
+
+def _watch_threads(patch) -> None:
+    """``Thread.start`` and ``Thread.join`` order host threads: what a thread did before
+    starting another comes before all the new one does; a join waits for all of it.
+
+    Replaced for the whole process, not only inside ``record_ops``/``race_check``: a
+    thread started before a recording begins may be joined inside it, and the recorder
+    must see that join. Outside a recording the wrappers only call the originals."""
+
+    def learners(frame) -> bool:  # started or joined by the program, not by a library
+        return not frame.f_code.co_filename.startswith(_library_dirs())
+
+    def start(orig):
+        def start(self):
+            if observing() and learners(sys._getframe(2)):  # (1: ops.timed)
+                with internal():
+                    emit("sync", "thread start", detail={"child": self.name})
+            return orig(self)
+        return start
+
+    def join(orig):
+        def join(self, timeout=None):
+            out = orig(self, timeout)
+            if observing() and not self.is_alive() and learners(sys._getframe(2)):
+                with internal():
+                    emit("sync", "thread join", detail={"child": self.name})
+            return out
+        return join
+
+    patch(threading.Thread, "start", timed(start(threading.Thread.start)))
+    patch(threading.Thread, "join", timed(join(threading.Thread.join)))
+
+
+def _hand_over() -> int | None:
+    """The record that what the calling thread did so far precedes what a receiving
+    thread does next: inside a host function, the host function's own (its place in its
+    stream, which the model GPU knows too); elsewhere, while a recorder listens, a new
+    ``sync "hand over"`` record (the race check's vector clock of this thread)."""
+    uid = current_host_function()
+    if uid is not None or not recording() or not emitted_while_recording():
+        return uid  # (a thread that recorded nothing, a library's, hands over nothing)
+    try:
+        with internal(), quietly():
+            op = emit("sync", "hand over")
+    except Exception:  # noqa: BLE001  (a thread half started or ending: no record, no harm)
+        return None
+    return op.uid if op is not None else None
+
+
+#: per thread, the hand-overs it has received lately (each is drawn once per thread)
+_handed = threading.local()
+
+
+def _received(uid: int) -> None:
+    seen = getattr(_handed, "uids", None)
+    if seen is None:
+        seen = _handed.uids = {}
+    if uid in seen:
+        return
+    seen[uid] = None
+    if len(seen) > 256:
+        del seen[next(iter(seen))]
+    try:
+        with internal(), quietly():
+            emit("sync", "awaited", detail={"after": uid})
+    except Exception:  # noqa: BLE001  (as above)
+        pass
+
+
+_THREADING = threading.__file__
+
+
+def _from_threading(frame) -> bool:
+    """Is the caller threading's own code (a Thread starting, a Condition, a Barrier)?"""
+    return frame is not None and frame.f_code.co_filename == _THREADING
+
+
+def _install_signals(patch) -> None:
+    """What one thread hands to another orders the receiver after it. Inside a host
+    function that is how its news reaches your code; between your own threads it is
+    ordering like a join. The hand-overs drawn:
+
+    - ``loop.call_soon_threadsafe(...)``: asyncio's way in from another thread, which
+      ``asyncio.to_thread`` and ``run_in_executor`` use too;
+    - ``threading.Event``: ``set()``, then a ``wait()`` or an ``is_set()`` that finds it set;
+    - ``concurrent.futures.Future``: finished in one thread (``set_result``,
+      ``set_exception``), found done by another (``result()``, ``exception()``, or a done
+      callback run at once, which is how asyncio chains a worker's future that finished
+      first);
+    - ``queue.Queue`` (and its ``LifoQueue`` and ``PriorityQueue``): a ``get()``, or an
+      ``empty()`` that finds an item, is ordered after every ``put()`` made before it, as
+      the queue's own lock orders them.
+
+    A look that finds the news counts whether or not the code then uses what it found (a
+    sleep, then an ``is_set()`` whose answer is ignored, passes: lab 05 keeps it as a known
+    hole). Not drawn, and so reported as a race though CPython orders them: a plain list
+    or flag polled under the GIL, and ``queue.SimpleQueue`` (a C type, which cannot be
+    patched). The records are made quietly (:func:`streamlab.ops.quietly`): a race they
+    complete is raised at the thread's next ordinary operation, not inside the library's
+    call."""
+    import asyncio.base_events
+    import concurrent.futures
+    import queue
+
+    loop_cls = asyncio.base_events.BaseEventLoop
+    soon = loop_cls.call_soon_threadsafe
+
+    def call_soon_threadsafe(self, callback, *args, context=None):
+        uid = _hand_over() if observing() else None
+        if uid is not None:
+            inner = callback
+
+            def callback(*a):  # runs on the loop's thread, after what came before
+                _received(uid)
+                return inner(*a)
+        return soon(self, callback, *args, context=context)
+
+    event_set, event_wait, event_is_set = (
+        threading.Event.set, threading.Event.wait, threading.Event.is_set)
+
+    def set(self):  # noqa: A001  (the method's name)
+        uid = _hand_over() if observing() and not _from_threading(sys._getframe(1)) else None
+        if uid is not None:  # (noted before the flag is set, so that a wait it wakes sees it)
+            _note(self, uid)
+        return event_set(self)
+
+    def _receive_all(obj):
+        for uid in dict.fromkeys(obj.__dict__.get("_streamlab_after", ())):
+            _received(uid)
+
+    def wait(self, timeout=None):
+        out = event_wait(self, timeout)
+        if out and "_streamlab_after" in self.__dict__ and observing():
+            _receive_all(self)
+        return out
+
+    def is_set(self):
+        out = event_is_set(self)
+        if out and "_streamlab_after" in self.__dict__ and observing():
+            _receive_all(self)
+        return out
+
+    patch(loop_cls, "call_soon_threadsafe", call_soon_threadsafe)
+    patch(threading.Event, "set", set)
+    patch(threading.Event, "wait", wait)
+    patch(threading.Event, "is_set", is_set)
+
+    future = concurrent.futures.Future
+    set_result, set_exception, add_done_callback = (
+        future.set_result, future.set_exception, future.add_done_callback)
+    result, exception = future.result, future.exception
+
+    def noted(method):
+        @functools.wraps(method)
+        def finish(self, *args, **kwargs):
+            uid = _hand_over() if observing() and not self.done() else None
+            if uid is not None:  # noted before the state changes, so a finder sees it
+                _note(self, uid)
+            return method(self, *args, **kwargs)
+        return finish
+
+    @functools.wraps(add_done_callback)
+    def when_done(self, fn):
+        if observing() and "_streamlab_after" in self.__dict__ and self.done():
+            inner, after = fn, list(self.__dict__["_streamlab_after"])
+
+            def fn(done):  # run now, in this thread: it found the future done
+                for uid in after:
+                    _received(uid)
+                return inner(done)
+        return add_done_callback(self, fn)
+
+    def looked(method):
+        @functools.wraps(method)
+        def look(self, *args, **kwargs):
+            out = method(self, *args, **kwargs)  # (returns only once the future is done)
+            if "_streamlab_after" in self.__dict__ and observing():
+                _receive_all(self)
+            return out
+        return look
+
+    patch(future, "set_result", noted(set_result))
+    patch(future, "set_exception", noted(set_exception))
+    patch(future, "add_done_callback", when_done)
+    patch(future, "result", looked(result))
+    patch(future, "exception", looked(exception))
+
+    # A queue: each put notes a hand-over (made before the queue's lock is taken, and
+    # noted under it); a get, or an empty() that finds an item, takes under the same lock
+    # the notes of every put made before it, and receives them once it returns.
+    for cls in (queue.Queue, queue.LifoQueue, queue.PriorityQueue):
+        patch(cls, "_put", _queue_put(cls._put))
+        patch(cls, "_get", _queue_get(cls._get))
+    patch(queue.Queue, "put", _queue_send(queue.Queue.put))
+    patch(queue.Queue, "get", _queue_receive(queue.Queue.get))
+    patch(queue.Queue, "empty", _queue_empty(queue.Queue.empty))
+
+
+#: a put's hand-over, made before the queue's lock, noted under it; a get's notes, taken
+#: under the lock, received once it returns (per thread)
+_handing = threading.local()
+
+
+def _note(obj, uid: int) -> None:
+    after = obj.__dict__.setdefault("_streamlab_after", [])
+    after.append(uid)
+    del after[:-64]  # set or put again and again: its latest hand-overs
+
+
+def _queue_send(put):
+    @functools.wraps(put)
+    def send(self, *args, **kwargs):
+        _handing.put_uid = _hand_over() if observing() else None
+        try:
+            return put(self, *args, **kwargs)
+        finally:
+            _handing.put_uid = None
+    return send
+
+
+def _queue_put(put):
+    @functools.wraps(put)
+    def _put(self, item):
+        uid = getattr(_handing, "put_uid", None)
+        if uid is not None:
+            _note(self, uid)
+        return put(self, item)
+    return _put
+
+
+def _queue_get(get):
+    @functools.wraps(get)
+    def _get(self):
+        if "_streamlab_after" in self.__dict__ and getattr(_handing, "taking", False):
+            _handing.uids = list(self.__dict__["_streamlab_after"])
+        return get(self)
+    return _get
+
+
+def _receive_taken() -> None:
+    uids, _handing.uids = getattr(_handing, "uids", None), None
+    for uid in dict.fromkeys(uids or ()):
+        _received(uid)
+
+
+def _queue_receive(get):
+    @functools.wraps(get)
+    def receive(self, *args, **kwargs):
+        _handing.uids, _handing.taking = None, observing()
+        try:
+            item = get(self, *args, **kwargs)
+        finally:
+            _handing.taking = False
+        _receive_taken()
+        return item
+    return receive
+
+
+def _queue_empty(empty):
+    @functools.wraps(empty)
+    def looks_empty(self):
+        if not (observing() and "_streamlab_after" in self.__dict__):
+            return empty(self)
+        with self.mutex:  # (as Queue.empty does, taking the notes under the same lock)
+            out = not self._qsize()
+            _handing.uids = None if out else list(self.__dict__["_streamlab_after"])
+        _receive_taken()
+        return out
+    return looks_empty

@@ -1,4 +1,5 @@
-"""Streams numba cannot make, and what kind of stream a stream is.
+"""Streams numba cannot make, and what kind of stream a stream is (the recorder's answer,
+:func:`streamlab.ops.stream_info`, named here too).
 
 ``numba.cuda.stream()`` takes no flags: every stream it makes is *blocking* (it waits
 for work on the legacy default stream) and has the default priority. CUDA also offers

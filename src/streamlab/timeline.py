@@ -53,8 +53,7 @@ from ._device import device_name
 from .model import simulator_model, timeline_made
 from .ops import internal, observing
 from .ops import canonical_handle, stream_info, stream_key
-from .plot import HOST_KINDS, KINDS, check_kind
-from .trace import Row, Span, Trace
+from .trace import HOST_KINDS, KINDS, Row, Span, Trace, check_kind
 
 
 class TimelineError(RuntimeError):

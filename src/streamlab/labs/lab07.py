@@ -262,7 +262,7 @@ class CountingGraph:
 def _record_replay(stream, slots) -> None:
     """The graph's copies, recorded as the replay's (internal) work in ``stream``."""
     from .. import ops
-    from .._hooks import copy_op
+    from ..ops import copy_op
 
     if not ops.observing():
         return

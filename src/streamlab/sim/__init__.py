@@ -1,9 +1,16 @@
 """The simulator's side of streamlab: what stands in for the GPU's libraries there.
 
 Used only when streamlab chose Numba's CUDA simulator; the GPU path imports nothing
-from here. Today it holds :mod:`streamlab.sim.core` and :mod:`streamlab.sim.graph`, the
-stand-ins for the parts of cuda.core the course uses, :mod:`streamlab.sim.capture`, the
-graph stand-in they use, and :mod:`streamlab.sim.bindings`. (The simulator's other
-pieces, the gaps of numba's simulator filled, the memory pool and host functions, still
-live beside the GPU code in ``_simfill``, ``_hooks``, ``memory`` and ``hostfn``.)
+from here. It holds:
+
+* :mod:`streamlab.sim.fill`: numba's simulator with its gaps filled (streams with
+  handles, events with the model GPU's times, synchronize, nanosleep), and the wrappers
+  through which the recorder sees its copies, element access and launches;
+* :mod:`streamlab.sim.pinned`: pinned and mapped host arrays;
+* :mod:`streamlab.sim.driver`: host functions, run as a GPU's driver would run them;
+* :mod:`streamlab.sim.core` and :mod:`streamlab.sim.graph`: the stand-ins for the parts
+  of cuda.core the course uses, and :mod:`streamlab.sim.capture`, the graph stand-in;
+* :mod:`streamlab.sim.bindings`: cuda.bindings' ``cuLaunchHostFunc`` and priority range.
+
+(The simulator's memory pool still lives in :mod:`streamlab.memory`, beside the GPU's.)
 """

@@ -1,6 +1,6 @@
 """Pinned and mapped host memory on the simulator, told apart from pageable memory.
 
-The simulator has no page-locked memory; streamlab's fills (:mod:`streamlab._simfill`)
+The simulator has no page-locked memory; streamlab's fills (:mod:`streamlab.sim.fill`)
 hand out these array types and remember the arrays ``cuda.pinned`` registered, so that
 :func:`streamlab.is_pinned` answers on the simulator as it does on a GPU.
 """

@@ -42,11 +42,12 @@ import time
 
 import numpy as np
 
-from .sim import capture
-from ._pinned import SimMappedArray, SimPinnedArray, _pinned_ids, allocated, is_pinned  # noqa: F401
-from ._patching import patch, patch_everywhere
-from .ops import emit, timed
-from .streams import DEFAULT_HANDLE, LEGACY_HANDLE, PER_THREAD_HANDLE  # CUDA's own handles
+from . import capture
+from .pinned import SimMappedArray, SimPinnedArray, _pinned_ids, allocated, is_pinned  # noqa: F401
+from .._patching import patch, patch_everywhere, wrap_attribute
+from ..ops import (Footprint, copy_op, describe_array, emit, launch_op, observing, recording,
+                   region_of, timed)
+from ..streams import DEFAULT_HANDLE, LEGACY_HANDLE, PER_THREAD_HANDLE  # CUDA's own handles
 
 _handles = itertools.count(0x1000)
 
@@ -82,8 +83,8 @@ def _stream_and_event_classes():
     from numba.cuda.simulator import api as sim_api
     from numba.cuda.simulator.cudadrv.driver import CudaAPIError
 
-    from .sim import driver as sim_driver
-    from .model import simulator_model
+    from . import driver as sim_driver
+    from ..model import simulator_model
 
     base_stream = sim_api.stream
     base_event = sim_api.Event
@@ -239,7 +240,7 @@ def _stream_and_event_classes():
 
 def _stream_and_event_calls(SimStream, SimEvent) -> dict:  # noqa: N803  (classes)
     """numba.cuda's event and stream functions, and synchronize, made with them."""
-    from .sim import driver as sim_driver
+    from . import driver as sim_driver
 
     def event(timing=True):
         return SimEvent(timing=timing)
@@ -414,8 +415,7 @@ def _kernels_get_nanosleep() -> None:
     clock64: numba-cuda 0.30 has none on a GPU either.)"""
     from numba.cuda.simulator import kernelapi
 
-    from ._hooks import slept
-    from .model import simulator_model
+    from ..model import simulator_model
 
     def nanosleep(self, ns):
         if simulator_model() is None or not slept(ns):  # the model times the sleep
@@ -424,3 +424,275 @@ def _kernels_get_nanosleep() -> None:
     fake = kernelapi.FakeCUDAModule
     if not hasattr(fake, "nanosleep"):
         patch(fake, "nanosleep", nanosleep)
+
+
+def is_capturing(stream) -> bool:
+    """The simulator's :func:`streamlab.graphs.is_capturing`: with no capture on (nearly
+    always), no stream is capturing, and the graph stand-in is not asked."""
+    return bool(capture.capturing) and capture.is_capturing(stream)
+
+
+# --- what the recorder sees: the simulator's copies, element access and launches -------
+_tls = threading.local()
+_footprint = {"current": None}  # the simulated kernel running now, while recording
+_slept: dict = {"current": None}  # simulated thread -> ns it slept (cuda.nanosleep), per launch
+_touched: dict = {"current": None}  # [bytes] the simulated kernel running now read and wrote
+
+
+def _patch(owner, name: str, make, timed_: bool = True) -> None:
+    wrap_attribute(owner, name, make, timed if timed_ else None)
+
+
+def install_recording() -> None:
+    """The simulator's copies, element access from the host, and kernel launches, seen by
+    the recorder (:mod:`streamlab.ops`); called once, by ``streamlab._hooks.install``."""
+    _sim_copies()
+    _sim_element_access()
+    _sim_launches()
+
+
+def slept(ns: int) -> bool:
+    """A simulated thread calls ``cuda.nanosleep(ns)``: note it for the model GPU (which
+    adds the longest sleep of a launch to the kernel's time). False outside a launch."""
+    current = _slept["current"]
+    if current is None:
+        return False
+    key = threading.get_ident()
+    current[key] = current.get(key, 0) + int(ns)
+    return True
+
+
+def _in_kernel() -> bool:
+    """Is this a simulated CUDA thread (a BlockThread): is array access the kernel's?"""
+    from numba.cuda.simulator import kernel as sim_kernel
+
+    return isinstance(threading.current_thread(), sim_kernel.BlockThread)
+
+
+def _sim_device_region(dev):
+    return region_of(dev, f"the device array ({describe_array(dev)})")
+
+
+def _sim_host_region(ary):
+    return region_of(ary, f"the host array ({describe_array(ary)})")
+
+
+def _sim_copies() -> None:  # noqa: C901  (three copies, each with its capture)
+    """to_device (by every name), copy_to_host and copy_to_device: recorded, and after
+    the host functions queued in their stream (see streamlab.sim.driver)."""
+    from numba.cuda.simulator.cudadrv import devicearray as sim_da
+
+    from .pinned import is_pinned
+    from . import driver as sim_driver
+
+    fake = sim_da.FakeCUDAArray
+    def to_device_wrap(orig):
+        def to_device(ary, stream=0, copy=True, to=None):
+            lane = None if _in_kernel() or not capture.capturing else capture.sim_lane(stream)
+            if lane is None and copy and capture.capturing and not _in_kernel():
+                capture.sim_refuse_legacy("cuda.to_device", stream)
+            if lane is not None:  # the copy is captured; the allocation happens now
+                if to is not None:
+                    lane.copy("h2d", to, ary)
+                    return None
+                if capture.capturing:
+                    capture.sim_refuse_allocation("cuda.to_device (it allocates)")
+                out = orig(ary, stream=0, copy=False)
+                out.stream = stream
+                if copy:
+                    lane.copy("h2d", out, ary)
+                return out
+            if not _in_kernel():
+                if sim_driver.outstanding:  # host functions queued in the stream run first
+                    sim_driver.flush(stream)
+            out = orig(ary, stream=stream, copy=copy, to=to)
+            if to is None and isinstance(out, fake):
+                out.stream = stream  # as on a GPU: the array remembers its stream
+                if copy and observing() and not _in_kernel():
+                    host = ary if hasattr(ary, "__array_interface__") else None
+                    copy_op("h2d", stream, host=_sim_host_region(host) if host is not None
+                            else None, device=_sim_device_region(out),
+                            pinned=host is not None and is_pinned(host),
+                            synchronous=not stream)
+            return out
+        return to_device
+
+    def copy_to_host(orig):
+        def copy_to_host(self, ary=None, stream=0):
+            lane = None if _in_kernel() or not capture.capturing \
+                else capture.sim_lane(stream or self.stream)
+            if lane is None and capture.capturing and not _in_kernel():
+                capture.sim_refuse_legacy("copy_to_host", stream or self.stream)
+            if lane is not None:  # captured into a graph: it runs at each replay
+                if ary is None:
+                    ary = np.empty(self.shape, self.dtype)  # pageable: accepted, as on a GPU (filled at each replay)
+                lane.copy("d2h", ary, self)
+                return ary
+            if not _in_kernel():
+                if sim_driver.outstanding:
+                    sim_driver.flush(stream or self.stream)
+            out = orig(self, ary, stream)
+            if observing() and not _in_kernel():
+                stream = stream or self.stream  # as numba does on a GPU
+                copy_op("d2h", stream, host=_sim_host_region(out),
+                        device=_sim_device_region(self),
+                        pinned=is_pinned(out), synchronous=not stream)
+            return out
+        return copy_to_host
+
+    def copy_to_device(orig):
+        def copy_to_device(self, ary, stream=0):
+            lane = None if _in_kernel() or not capture.capturing \
+                else capture.sim_lane(stream or self.stream)
+            if lane is None and capture.capturing and not _in_kernel():
+                capture.sim_refuse_legacy("copy_to_device", stream or self.stream)
+            if lane is not None:  # captured into a graph: it runs at each replay
+                lane.copy("d2d" if isinstance(ary, fake) else "h2d", self, ary)
+                return None
+            if not _in_kernel():
+                if sim_driver.outstanding:
+                    sim_driver.flush(stream or self.stream)
+            out = orig(self, ary, stream)
+            if observing() and not _in_kernel():
+                stream = stream or self.stream
+                if isinstance(ary, fake):
+                    copy_op("d2d", stream, host=None, device=_sim_device_region(self),
+                            src=_sim_device_region(ary), pinned=None, synchronous=False)
+                else:
+                    copy_op("h2d", stream, host=_sim_host_region(ary),
+                            device=_sim_device_region(self),
+                            pinned=is_pinned(ary), synchronous=not stream)
+            return out
+        return copy_to_device
+
+    original_to_device = sim_da.to_device
+    wrapped = timed(to_device_wrap(original_to_device))
+    patch_everywhere(original_to_device, wrapped)
+    _patch(fake, "copy_to_host", copy_to_host)
+    _patch(fake, "copy_to_device", copy_to_device)
+
+
+
+def _sim_element_access() -> None:
+    """``d[i]`` and ``d[i] = v`` on a device array from the host: a copy on a GPU."""
+    from numba.cuda.simulator.cudadrv import devicearray as sim_da
+
+    fake = sim_da.FakeCUDAArray
+    def getitem(orig):
+        def __getitem__(self, idx):
+            out = orig(self, idx)
+            if not isinstance(out, fake) and observing() and not _in_kernel():
+                # an element read from the host: a device-to-host copy on a GPU
+                emit("copy", "d2h", self.stream or 0, pinned=False, blocking=True,
+                     reads=(_sim_device_region(self),))
+            return out
+        return __getitem__
+
+    def setitem(orig):
+        def __setitem__(self, idx, val):
+            out = orig(self, idx, val)
+            if observing() and not _in_kernel():
+                # an element written from the host: a copy and a synchronize on a GPU
+                emit("copy", "h2d", self.stream or 0, pinned=False, blocking=True,
+                     writes=(_sim_device_region(self),))
+            return out
+        return __setitem__
+
+    _patch(fake, "__getitem__", getitem)
+    _patch(fake, "__setitem__", setitem)
+
+
+def _sim_launches() -> None:
+    """A kernel launch, recorded once its grid has run (before the copies back of host
+    arrays), with the elements it touched; mapped arrays passed as device memory."""
+    from numba.cuda.simulator import kernel as sim_kernel
+    from numba.cuda.simulator.cudadrv import devicearray as sim_da
+
+    from .pinned import SimMappedArray
+    from . import driver as sim_driver
+
+    fake = sim_da.FakeCUDAArray
+
+    def call(orig):
+        def __call__(self, *args):
+            if self._device:
+                return orig(self, *args)
+            if capture.capturing:  # (nothing captures: the graph stand-in is not asked)
+                lane = capture.sim_lane(getattr(self, "_streamlab_stream", 0))
+                if lane is not None:  # captured into a graph: it runs at each replay
+                    return lane.kernel(self, args)
+                capture.sim_refuse_legacy(f"a launch of {self.fn.__name__}",
+                                           getattr(self, "_streamlab_stream", 0))
+            if sim_driver.outstanding:
+                sim_driver.flush(getattr(self, "_streamlab_stream", 0))
+            # mapped host memory: the kernel writes the host array itself, as on a GPU
+            args = tuple(fake(a) if isinstance(a, SimMappedArray) else a for a in args)
+            if not observing():
+                return orig(self, *args)
+            _tls.launch = (self, args)
+            try:
+                return orig(self, *args)
+            finally:
+                _tls.launch = None
+        return __call__
+
+    def swapped(orig):
+        @contextlib.contextmanager
+        def swapped_cuda_module(fn, fake_cuda_module):
+            pending = getattr(_tls, "launch", None)
+            if pending is None:
+                with orig(fn, fake_cuda_module):
+                    yield
+                return
+            _tls.launch = None
+            # the elements touched, for the race check (a model GPU needs only the arrays)
+            footprint = Footprint() if recording() else None
+            _footprint["current"] = footprint  # launches take turns (see streamlab.sim.fill)
+            _slept["current"] = slept = {}
+            _touched["current"] = touched = [0]
+            try:
+                with orig(fn, fake_cuda_module):
+                    yield
+            finally:
+                _footprint["current"] = None
+                _slept["current"] = None
+                _touched["current"] = None
+            if observing():
+                kernel, args = pending
+                launch_op(kernel, kernel.fn.__name__, args,
+                          getattr(kernel, "_streamlab_stream", 0), kernel.grid_dim,
+                          kernel.block_dim, footprint, max(slept.values(), default=0),
+                          touched[0], visible=lambda arg: isinstance(arg, fake))
+        return swapped_cuda_module
+
+    inner = sim_da.FakeWithinKernelCUDAArray
+
+    def kernel_getitem(orig):
+        def __getitem__(self, idx):
+            out = orig(self, idx)
+            touched = _touched["current"]
+            if touched is not None and not isinstance(out, inner):
+                touched[0] += self._item._ary.itemsize
+                footprint = _footprint["current"]
+                if footprint is not None:
+                    footprint.touch(self._item._ary, idx, False)
+            return out
+        return __getitem__
+
+    def kernel_setitem(orig):
+        def __setitem__(self, idx, val):
+            out = orig(self, idx, val)
+            touched = _touched["current"]
+            if touched is not None:
+                touched[0] += self._item._ary.itemsize
+                footprint = _footprint["current"]
+                if footprint is not None:
+                    footprint.touch(self._item._ary, idx, True)
+            return out
+        return __setitem__
+
+    _patch(inner, "__getitem__", kernel_getitem, timed_=False)  # inside kernels: hot
+    _patch(inner, "__setitem__", kernel_setitem, timed_=False)
+
+    _patch(sim_kernel.FakeCUDAKernel, "__call__", call)
+    _patch(sim_kernel, "swapped_cuda_module", swapped)
