@@ -26,7 +26,7 @@ import numpy as np
 
 os.environ.setdefault("STREAMLAB_QUIET", "1")
 os.environ.setdefault("STREAMLAB_DEVICE", "gpu")
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
+sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "src")))
 
 import streamlab  # noqa: E402
 from numba import cuda  # noqa: E402

@@ -21,7 +21,7 @@ import threading
 import warnings
 
 os.environ.setdefault("STREAMLAB_QUIET", "1")
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
+sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "src")))
 warnings.simplefilter("ignore")  # numba's low-occupancy warning: one-block grids on purpose
 
 import numpy as np  # noqa: E402

@@ -202,3 +202,23 @@ def test_equal_takes_last_bits_near_zero_but_not_wrong_values():
             check.equal(wrong, expected, "out", rtol=1e-4, atol=1e-5)
     with pytest.raises(check.CheckFailed, match="expected shape"):
         check.equal(expected[:2], expected, "out")
+
+
+def test_streamlab_loaded_through_a_path_with_dotdot_still_knows_its_own_code():
+    """A script that puts ``scripts/../src`` on sys.path (scripts/model_vs_gpu.py did) loads
+    the package under that path; its own marking of internal work (a Timeline's events)
+    must still be accepted as streamlab's, not refused as the learner's."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    code = ("import sys; sys.path.insert(0, %r)\n"
+            "import streamlab\n"
+            "assert '..' in streamlab.__file__, streamlab.__file__\n"
+            "streamlab.Timeline()\n"
+            "print('ok')" % str(root / "scripts" / ".." / "src"))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=300, env={**__import__("os").environ, "STREAMLAB_DEVICE": "sim",
+                                         "STREAMLAB_QUIET": "1"})
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stdout + r.stderr

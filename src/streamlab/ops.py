@@ -702,8 +702,10 @@ def call_started_at() -> float:
     return time.perf_counter()
 
 
-#: streamlab's own folder: only code there may mark its operations as streamlab's
-_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+#: streamlab's own folder: only code there may mark its operations as streamlab's. As it
+#: was loaded (a path with "..", when a script put one on sys.path, is the path that the
+#: package's code objects carry) and as an absolute path.
+_PACKAGE = (os.path.dirname(__file__) + os.sep, os.path.dirname(os.path.abspath(__file__)) + os.sep)
 
 
 class _Internal:
@@ -714,7 +716,7 @@ class _Internal:
 
     def __enter__(self):
         caller = sys._getframe(1).f_code.co_filename
-        if not caller.startswith(_PACKAGE):
+        if not caller.startswith(_PACKAGE):  # (either form)
             raise RuntimeError(
                 "streamlab.ops.internal() marks the operations streamlab itself issues (a "
                 "timeline's events, a check's own work), so that checks leave them out: "

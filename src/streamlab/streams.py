@@ -24,7 +24,8 @@ from numba import cuda
 from . import _device
 from .ops import (  # noqa: F401  (what a stream is: the recorder's, named here too)
     BLOCKING, DEFAULT_HANDLE, LEGACY_DEFAULT, LEGACY_HANDLE, NON_BLOCKING, PER_THREAD_DEFAULT,
-    PER_THREAD_HANDLE, StreamInfo, _capturing, _check, _sim_made, canonical_handle, handle_of,
+    PER_THREAD_HANDLE, _CU_STREAM_NON_BLOCKING, StreamInfo, _capturing, _check, _sim_made,
+    canonical_handle, handle_of,
     stream_info, stream_key)
 
 
