@@ -1,7 +1,7 @@
 """Do m spin kernels on m fresh streams start at once? Under streamlab's race check, with
 Timeline spans, both, or neither.
 
-    python benchmarks/concurrent_start.py [--reps N] [--m M]
+    python benchmarks/concurrent_start.py [--reps N] [--m M] [--out docs/concurrent-start.md]
 
 Lesson 03's diagnosis cell (a consumer that waits on the last producer's event alone)
 gives producer i a spin of m - i ms first, so that, started at once, producer 0 would end
@@ -17,7 +17,10 @@ each producer's calls and the consumer's, against the first (a late start on the
 follows a late issue is the host's); and whether each part came out wrong.
 
 A table, not a test: on the simulator it runs (small sizes) and its times are the model
-GPU's. On a GPU it measures.
+GPU's. On a GPU it measures, and for each run gives the lag: the most any producer after
+the first began later, on the GPU, than the host began issuing it (both against the first
+producer). A small lag beside a large spacing of the issues says the stagger is the
+host's. ``--out`` writes the table and that summary as a page (docs/concurrent-start.md).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
+from datetime import datetime, timezone
 
 import os
 import time
@@ -46,6 +50,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--reps", type=int, default=3, help="runs of each variant (default 3)")
     ap.add_argument("--m", type=int, default=4, help="producers (default 4)")
+    ap.add_argument("--out", help="also write the table and its summary to this page")
     a = ap.parse_args(argv)
     if a.reps < 1 or a.m < 2:
         ap.error(f"--reps {a.reps} --m {a.m}: at least one run and two producers")
@@ -61,7 +66,7 @@ def main(argv=None) -> int:
     streamlab.spin[1, 1](1000)
     cuda.synchronize()
 
-    def run(race: bool, spans: bool) -> str:
+    def run(race: bool, spans: bool) -> tuple[str, float | None, float]:
         d.copy_to_device(zeros)
         tl = streamlab.Timeline()
         producers = [cuda.stream() for _ in range(m)]
@@ -90,26 +95,65 @@ def main(argv=None) -> int:
         h = d.copy_to_host()
         wrong = ["x" if np.count_nonzero(h[i * part:(i + 1) * part] != 10) else "."
                  for i in range(m)]
+        issued_ms = [(t - issued[0]) * 1000 for t in issued[1:]]
+        lag = None
         if streamlab.on_simulator():
             times = "(the simulator's events carry no times)"
         else:
             t0 = marks[0][0]
+            starts = [cuda.event_elapsed_time(t0, a_) for a_, _ in marks]
             times = "  ".join(
-                f"p{i} {cuda.event_elapsed_time(t0, a_):5.2f}-{cuda.event_elapsed_time(t0, b_):5.2f}"
-                for i, (a_, b_) in enumerate(marks))
+                f"p{i} {start:5.2f}-{cuda.event_elapsed_time(t0, b_):5.2f}"
+                for i, (start, (_, b_)) in enumerate(zip(starts, marks)))
             times += f"  consumer {cuda.event_elapsed_time(t0, consumer_start):5.2f}"
-        host = " ".join(f"{(t - issued[0]) * 1000:.2f}" for t in issued[1:])
-        return f"{''.join(wrong)}  GPU: {times}  host issued p1.. and the consumer at: {host}"
+            lag = max(start - at for start, at in zip(starts[1:], issued_ms))
+        host = " ".join(f"{t:.2f}" for t in issued_ms)
+        text = f"{''.join(wrong)}  GPU: {times}  host issued p1.. and the consumer at: {host}"
+        if lag is not None:
+            text += f"  lag {lag:+.2f}"
+        return text, lag, issued_ms[m - 2]  # (when the last producer was issued)
 
-    print(f"device: {streamlab.device_name()}; {m} producers, producer i spins {m} - i ms; "
-          "wrong parts marked x; times in ms from producer 0's start")
-    print(f"{'race check':<11} {'spans':<6} {'run':>3}  result")
+    lines = [f"device: {streamlab.device_name()}; {m} producers, producer i spins {m} - i ms; "
+             "wrong parts marked x; times in ms from producer 0's start",
+             f"{'race check':<11} {'spans':<6} {'run':>3}  result"]
+    for line in lines:
+        print(line)
+    summary: dict = {}
     for rep in range(a.reps):
         for race in (False, True):
             for spans in (False, True):
-                print(f"{'on' if race else 'off':<11} {'on' if spans else 'off':<6} "
-                      f"{rep + 1:>3}  {run(race, spans)}", flush=True)
+                text, lag, last_issued = run(race, spans)
+                line = (f"{'on' if race else 'off':<11} {'on' if spans else 'off':<6} "
+                        f"{rep + 1:>3}  {text}")
+                lines.append(line)
+                print(line, flush=True)
+                summary.setdefault((race, spans), []).append((lag, last_issued))
+    if a.out:
+        _page(a, lines, summary)
     return 0
+
+
+def _page(a, lines: list, summary: dict) -> None:
+    """The table and, per variant, the largest lag and when the last producer was issued."""
+    when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    out = ["# Do lesson 03's producers start at once?", "",
+           f"Written by `python benchmarks/concurrent_start.py --reps {a.reps} --m {a.m} "
+           f"--out {a.out}` on {streamlab.device_name()}, {when}. Each run issues lesson 03's "
+           "producers and consumer (see the script's docstring); the lag is the most any "
+           "producer after the first began later on the GPU than the host began issuing it, "
+           "both against the first producer.", "",
+           "| race check | spans | largest lag (ms) | last producer issued at (ms) |",
+           "| --- | --- | ---: | --- |"]
+    for (race, spans), runs in summary.items():
+        lags = [lag for lag, _ in runs if lag is not None]
+        issued = ", ".join(f"{t:.2f}" for _, t in runs)
+        out.append(f"| {'on' if race else 'off'} | {'on' if spans else 'off'} | "
+                   f"{max(lags):+.2f} | {issued} |" if lags else
+                   f"| {'on' if race else 'off'} | {'on' if spans else 'off'} | "
+                   f"(no GPU times) | {issued} |")
+    out += ["", "```", *lines, "```", ""]
+    with open(a.out, "w") as f:
+        f.write("\n".join(out))
 
 
 if __name__ == "__main__":

@@ -521,18 +521,33 @@ def test_gc_during_tests_names_the_test_and_the_thread_of_each_collection(tmp_pa
     assert none.returncode == 2 and "give pytest's arguments after --" in none.stderr
 
 
-def test_the_concurrent_start_benchmark_runs_and_refuses_bad_input():
-    """benchmarks/concurrent_start.py (lesson 03's staggered producers, to be measured on
-    a GPU): on the simulator it runs each variant and marks no part wrong; a single
-    producer is refused, saying why."""
+def test_the_concurrent_start_benchmark_runs_and_refuses_bad_input(tmp_path):
+    """benchmarks/concurrent_start.py (lesson 03's staggered producers): it runs each
+    variant, marking each producer's part right or wrong (on the simulator, which runs
+    one kernel at a time, none is wrong; on a GPU the consumer races the producers it does
+    not wait for, so parts may be), and on a GPU gives each run's lag; --out writes the
+    page; a single producer is refused, saying why."""
+    import re
     import subprocess
 
+    import streamlab
+
     script = str(ROOT / "benchmarks" / "concurrent_start.py")
-    out = subprocess.run([sys.executable, script, "--reps", "1"], capture_output=True,
-                         text=True, timeout=300)
+    page = tmp_path / "page.md"
+    out = subprocess.run([sys.executable, script, "--reps", "1", "--out", str(page)],
+                         capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-800:]
     rows = [ln for ln in out.stdout.splitlines() if ln.startswith(("off ", "on "))]
-    assert len(rows) == 4 and all("...." in r for r in rows), out.stdout
+    assert len(rows) == 4, out.stdout
+    parts = [re.match(r"(on|off) +(on|off) +1  ([x.]{4})  GPU: ", r) for r in rows]
+    assert all(parts), rows
+    if streamlab.on_simulator():
+        assert all(p.group(3) == "...." for p in parts), rows
+    else:
+        assert all(re.search(r"  lag [+-]\d+\.\d\d$", r) for r in rows), rows
+    text = page.read_text()
+    assert text.startswith("# Do lesson 03's producers start at once?")
+    assert text.count("\n| o") == 4 and streamlab.device_name() in text, text
     bad = subprocess.run([sys.executable, script, "--m", "1"], capture_output=True,
                          text=True, timeout=300)
     assert bad.returncode == 2 and "at least one run and two producers" in bad.stderr
