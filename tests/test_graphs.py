@@ -734,3 +734,27 @@ def test_the_exit_keeper_keeps_every_builder_it_finds(monkeypatch):
     graphs._keep_builders_at_exit()
     assert all(any(k is b for k in kept_for_good) for b in mine)
     assert all(type(k) is GraphBuilder for k in kept_for_good)
+
+
+def test_a_watched_host_array_copied_in_by_to_device_replays(sim_only):
+    """Issue 32's smaller hole: on the simulator, a graph that copies a checker's watched
+    host array in with ``cuda.to_device(h, stream=s)`` (no ``to=``) crashed at replay
+    (``'WatchedArray' object has no attribute '_ary'``): the simulator kept the host
+    array's class for the device array, which then broke when sliced. A GPU's device array
+    never has the host's class; the simulator's copy no longer has it either."""
+    from streamlab.watched import watch
+
+    h = watch(np.arange(N, dtype=np.float32), "h")
+    s = cuda.stream()
+    b = streamlab.graph_builder(s).begin_building()
+    d = cuda.to_device(h, stream=s)
+    double[N // 64, 64, s](d)
+    b.end_building()
+    assert type(d._ary) is np.ndarray  # not the host's WatchedArray
+    g = b.complete()
+    for _ in range(2):
+        g.launch(streamlab.core_stream(s))
+        s.synchronize()
+        assert (d.copy_to_host() == 2 * np.arange(N, dtype=np.float32)).all()
+    plain = cuda.to_device(watch(np.ones(N, np.float32), "p"))  # and outside a capture
+    assert type(plain._ary) is np.ndarray and (plain[1:3].copy_to_host() == 1).all()

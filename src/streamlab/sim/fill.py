@@ -355,17 +355,19 @@ def _contexts_synchronize(cuda) -> None:
 
 
 def _to_device_takes_pinned_arrays() -> None:
-    """The simulator's to_device keeps the host array's class for the device copy, and a
-    device array made of a SimPinnedArray breaks its next copy_to_device: copy a pinned
-    or mapped array as the plain ndarray it is. Replaced by every name numba gives it, so
-    that the hooks (installed next) find and wrap this one."""
+    """The simulator's to_device keeps the host array's class for the device copy (a GPU's
+    device array never has it), and a device array made of an ndarray subclass breaks
+    when sliced, and so at its next copy_to_device (a SimPinnedArray's; a checker's
+    WatchedArray's, copied in at a graph's replay): copy any subclass as the plain
+    ndarray it is. Replaced by every name numba gives it, so that the hooks (installed
+    next) find and wrap this one."""
     from numba.cuda.simulator.cudadrv import devicearray as sim_da
 
     original = sim_da.to_device
 
     def to_device(ary, stream=0, copy=True, to=None):
-        if isinstance(ary, (SimPinnedArray, SimMappedArray)):
-            ary = ary.view(np.ndarray)
+        if isinstance(ary, np.ndarray) and type(ary) is not np.ndarray:
+            ary = ary.view(np.ndarray)  # (a view: a watched array records no read here)
         return original(ary, stream=stream, copy=copy, to=to)
 
     patch_everywhere(original, to_device)
