@@ -90,46 +90,44 @@ def span_to_bar():
     plt.close("all")
 
 
-def exercise_verdict():
-    """Lesson 00's exercise 1 judged on its right answer: the solution the course's tests
-    keep (tests/exercise_answers.py), made as the tests make it."""
-    from exercise_answers import RIGHT
-
-    from streamlab.exercises.lesson00 import check_exercise1
-
-    namespace: dict = {}
-    exec("from numba import cuda\nimport streamlab\n"
-         "from streamlab.exercises.lesson00 import *\n", namespace)
-    exec(RIGHT[("00", 1, "time_on")]["solution"], namespace)
-    check_exercise1(namespace["time_on"])
-
-
-PATHS = {"one span becomes a bar": span_to_bar, "an exercise's verdict": exercise_verdict}
-
-
-def all_verdicts() -> list:
-    """(exercise, files entered) for the verdict on each kept right answer."""
+def verdict_of(lesson: str, number: int, name: str):
+    """The verdict of lesson ``lesson``'s exercise ``number`` on its kept right answer
+    (tests/exercise_answers.py), as a function of no arguments: the answer made as the
+    course's tests make it, and the check's printout kept off the table."""
     import contextlib
     import importlib
     import io
 
     from exercise_answers import RIGHT
 
+    answer = RIGHT[(lesson, number, name)]["solution"]
+    check = getattr(importlib.import_module(f"streamlab.exercises.lesson{lesson}"),
+                    f"check_exercise{number}")
+    preamble = ("import numpy as np\nfrom numba import cuda\nimport streamlab\n"
+                f"from streamlab.exercises.lesson{lesson} import *\n")  # as the tests do
+
+    def verdict():
+        namespace: dict = {}
+        exec(preamble, namespace)
+        exec(answer, namespace)
+        with contextlib.redirect_stdout(io.StringIO()):
+            check(namespace[name])
+    return verdict
+
+
+#: lesson 00's exercise 1, the one the issue names
+exercise_verdict = verdict_of("00", 1, "time_on")
+
+PATHS = {"one span becomes a bar": span_to_bar, "an exercise's verdict": exercise_verdict}
+
+
+def all_verdicts() -> list:
+    """(exercise, files entered) for the verdict on each kept right answer."""
+    from exercise_answers import RIGHT
+
     found = []
-    for (lesson, n, name), answers in RIGHT.items():
-        answer = answers["solution"]
-        check = getattr(importlib.import_module(f"streamlab.exercises.lesson{lesson}"),
-                        f"check_exercise{n}")
-        preamble = ("import numpy as np\nfrom numba import cuda\nimport streamlab\n"
-                    f"from streamlab.exercises.lesson{lesson} import *\n")  # as the tests do
-
-        def verdict(check=check, preamble=preamble, answer=answer, name=name):
-            namespace: dict = {}
-            exec(preamble, namespace)
-            exec(answer, namespace)
-            with contextlib.redirect_stdout(io.StringIO()):
-                check(namespace[name])
-
+    for lesson, n, name in RIGHT:
+        verdict = verdict_of(lesson, n, name)
         verdict()  # warm-up, as for the paths above
         found.append((f"{lesson}.{n} ({name})", count(verdict)["files"]))
     return found
