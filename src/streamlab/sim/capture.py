@@ -13,7 +13,8 @@ The ``sim_*`` functions are the hooks that the simulator's stream, event, copy a
 stand-ins call. :func:`graph_builder`, :func:`core_stream`, :func:`end_capture`,
 :func:`end_capture_of`, :func:`is_capturing` and :func:`graph_shape` are the simulator's
 versions of :mod:`streamlab.graphs`' calls of the same names, which take their place on
-the simulator (chosen once, when ``streamlab.graphs`` is imported).
+the simulator (chosen once, when ``streamlab.graphs`` is imported; ``is_capturing``
+through :func:`streamlab.sim.fill.is_capturing`, which asks only while a capture is on).
 """
 
 from __future__ import annotations

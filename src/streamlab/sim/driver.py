@@ -33,7 +33,7 @@ class SimDriver:
 
     def __init__(self):
         self.lock = threading.Condition()
-        self.queues: dict = {}  # stream key -> [(due, call, fn, args, kwargs)]
+        self.queues: dict = {}  # stream key -> [(due, run)]
         self.urgent: set = set()  # stream keys whose functions are wanted now
         self.running = None  # the stream key whose function runs now
         self.thread: threading.Thread | None = None
@@ -66,11 +66,6 @@ class SimDriver:
             while any(self.queues.get(k) for k in keys) or self.running in keys:
                 self.lock.wait()
 
-    def pending(self) -> bool:
-        """Is any host function queued or running?"""
-        with self.lock:
-            return any(self.queues.values()) or self.running is not None
-
     def _next(self):
         """(key, entry) due now or wanted now, else (None, seconds to wait or None)."""
         now = time.perf_counter()
@@ -84,6 +79,7 @@ class SimDriver:
         return None, soonest
 
     def _loop(self) -> None:
+        global outstanding
         while True:
             with self.lock:
                 key, entry = self._next()
@@ -95,7 +91,6 @@ class SimDriver:
             try:
                 entry[1]()
             finally:
-                global outstanding
                 with self.lock:
                     outstanding -= 1
                     self.running = None
@@ -116,8 +111,8 @@ def flush(stream=None) -> None:
     """Run the host functions queued for ``stream`` (and those of the default streams,
     which order with it), or all of them, and wait until they have: called before an
     operation on a stream and before a synchronize, when :data:`outstanding` says any
-    are queued or running."""
-    if not _driver.pending():
+    are queued or running (and nothing to do when none is)."""
+    if not outstanding:
         return
     if stream is None:
         _driver.flush()

@@ -43,6 +43,7 @@ import time
 import numpy as np
 
 from . import capture
+from . import driver as sim_driver
 from .pinned import SimMappedArray, SimPinnedArray, _pinned_ids, allocated, is_pinned  # noqa: F401
 from .._patching import patch, patch_everywhere, wrap_attribute
 from ..ops import (Footprint, copy_op, describe_array, emit, launch_op, observing, recording,
@@ -50,6 +51,14 @@ from ..ops import (Footprint, copy_op, describe_array, emit, launch_op, observin
 from ..streams import DEFAULT_HANDLE, LEGACY_HANDLE, PER_THREAD_HANDLE  # CUDA's own handles
 
 _handles = itertools.count(0x1000)
+
+
+def _flush(stream=None) -> None:
+    """Before work on ``stream`` (any synchronize: None), the host functions queued ahead
+    of it run (:func:`streamlab.sim.driver.flush`); with none queued or running, as
+    nearly always, the driver is not asked."""
+    if sim_driver.outstanding:
+        sim_driver.flush(stream)
 
 _BROKEN_CALLBACK = (
     "Stream.{name} is broken in numba-cuda 0.30 on a real GPU ('CUstream' object has "
@@ -83,7 +92,6 @@ def _stream_and_event_classes():
     from numba.cuda.simulator import api as sim_api
     from numba.cuda.simulator.cudadrv.driver import CudaAPIError
 
-    from . import driver as sim_driver
     from ..model import simulator_model
 
     base_stream = sim_api.stream
@@ -128,8 +136,7 @@ def _stream_and_event_classes():
         def synchronize(self):
             if capture.capturing:
                 capture.sim_refuse_sync("stream.synchronize()")
-            if sim_driver.outstanding:
-                sim_driver.flush(self)
+            _flush(self)
             emit("sync", "stream", self)
 
     class SimEvent(base_event):
@@ -153,8 +160,7 @@ def _stream_and_event_classes():
             if capture.capturing and capture.sim_event_record(self, stream):
                 return  # a point in a graph being captured (see streamlab.sim.capture)
             self._streamlab_captured = None  # recorded outside any capture
-            if sim_driver.outstanding:  # queued host functions come before the event
-                sim_driver.flush(stream)
+            _flush(stream)  # queued host functions come before the event
             self._t_ns = time.perf_counter_ns()
             op = emit("record", "event", stream, event=self)
             self._uid = op.uid if op is not None and simulator_model() is not None else None
@@ -163,24 +169,21 @@ def _stream_and_event_classes():
         def wait(self, stream=0):
             if capture.capturing and capture.sim_event_wait(self, stream):
                 return  # the stream joins a graph's capture (see streamlab.sim.capture)
-            if sim_driver.outstanding:
-                sim_driver.flush(stream)
+            _flush(stream)
             emit("wait", "event", stream, event=self)
 
         @timed
         def synchronize(self):
             if capture.capturing or self._streamlab_captured:
                 capture.sim_refuse_event(self, "event.synchronize()")
-            if sim_driver.outstanding:
-                sim_driver.flush()
+            _flush()
             emit("sync", "event", event=self)
 
         @timed
         def query(self):
             if capture.capturing or self._streamlab_captured:
                 capture.sim_refuse_event(self, "event.query()")
-            if sim_driver.outstanding:
-                sim_driver.flush()
+            _flush()
             model = simulator_model()
             done = True if model is None or self._uid is None else model.done(self._uid)
             emit("query", "event", event=self, detail={"result": done})
@@ -240,7 +243,6 @@ def _stream_and_event_classes():
 
 def _stream_and_event_calls(SimStream, SimEvent) -> dict:  # noqa: N803  (classes)
     """numba.cuda's event and stream functions, and synchronize, made with them."""
-    from . import driver as sim_driver
 
     def event(timing=True):
         return SimEvent(timing=timing)
@@ -264,8 +266,7 @@ def _stream_and_event_calls(SimStream, SimEvent) -> dict:  # noqa: N803  (classe
     def synchronize():
         if capture.capturing:
             capture.sim_refuse_sync("cuda.synchronize()")
-        if sim_driver.outstanding:
-            sim_driver.flush()
+        _flush()
         emit("sync", "device", detail={"device": 0})
 
     return {
@@ -485,7 +486,6 @@ def _sim_copies() -> None:  # noqa: C901  (three copies, each with its capture)
     from numba.cuda.simulator.cudadrv import devicearray as sim_da
 
     from .pinned import is_pinned
-    from . import driver as sim_driver
 
     fake = sim_da.FakeCUDAArray
     def to_device_wrap(orig):
@@ -497,16 +497,14 @@ def _sim_copies() -> None:  # noqa: C901  (three copies, each with its capture)
                 if to is not None:
                     lane.copy("h2d", to, ary)
                     return None
-                if capture.capturing:
-                    capture.sim_refuse_allocation("cuda.to_device (it allocates)")
+                capture.sim_refuse_allocation("cuda.to_device (it allocates)")
                 out = orig(ary, stream=0, copy=False)
                 out.stream = stream
                 if copy:
                     lane.copy("h2d", out, ary)
                 return out
             if not _in_kernel():
-                if sim_driver.outstanding:  # host functions queued in the stream run first
-                    sim_driver.flush(stream)
+                _flush(stream)  # host functions queued in the stream run first
             out = orig(ary, stream=stream, copy=copy, to=to)
             if to is None and isinstance(out, fake):
                 out.stream = stream  # as on a GPU: the array remembers its stream
@@ -531,8 +529,7 @@ def _sim_copies() -> None:  # noqa: C901  (three copies, each with its capture)
                 lane.copy("d2h", ary, self)
                 return ary
             if not _in_kernel():
-                if sim_driver.outstanding:
-                    sim_driver.flush(stream or self.stream)
+                _flush(stream or self.stream)
             out = orig(self, ary, stream)
             if observing() and not _in_kernel():
                 stream = stream or self.stream  # as numba does on a GPU
@@ -552,8 +549,7 @@ def _sim_copies() -> None:  # noqa: C901  (three copies, each with its capture)
                 lane.copy("d2d" if isinstance(ary, fake) else "h2d", self, ary)
                 return None
             if not _in_kernel():
-                if sim_driver.outstanding:
-                    sim_driver.flush(stream or self.stream)
+                _flush(stream or self.stream)
             out = orig(self, ary, stream)
             if observing() and not _in_kernel():
                 stream = stream or self.stream
@@ -611,7 +607,6 @@ def _sim_launches() -> None:
     from numba.cuda.simulator.cudadrv import devicearray as sim_da
 
     from .pinned import SimMappedArray
-    from . import driver as sim_driver
 
     fake = sim_da.FakeCUDAArray
 
@@ -625,8 +620,7 @@ def _sim_launches() -> None:
                     return lane.kernel(self, args)
                 capture.sim_refuse_legacy(f"a launch of {self.fn.__name__}",
                                            getattr(self, "_streamlab_stream", 0))
-            if sim_driver.outstanding:
-                sim_driver.flush(getattr(self, "_streamlab_stream", 0))
+            _flush(getattr(self, "_streamlab_stream", 0))
             # mapped host memory: the kernel writes the host array itself, as on a GPU
             args = tuple(fake(a) if isinstance(a, SimMappedArray) else a for a in args)
             if not observing():
