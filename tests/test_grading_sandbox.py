@@ -3,8 +3,10 @@ part runs with the course hidden, by bubblewrap where this system allows it and 
 grader's audit hook in any case. A cheat that takes a right answer from the course's own
 tests scores where nothing is hidden, and nothing where the course is."""
 
+import ast
 import os
 import sys
+from pathlib import Path
 
 import pytest
 import streamlab
@@ -450,3 +452,79 @@ def launch_on_streams(inputs, outputs, streams):
         assert got.kind == "CheckFailed" and "raised RuntimeError" in got.message, got
         # the replaced helper ran (its empty text, not the real one's), forged pass and all
         assert "Before this check ran" not in got.message, got
+
+
+#: names of streamlab's modules that a function rebinds (``global``) while they hold a
+#: plain value, and why that is safe: each is set once, while streamlab is imported,
+#: before the grader's first look
+SET_AT_IMPORT = {
+    ("streamlab._device", "SIMULATOR"): "_set_mode, run as streamlab is imported",
+    ("streamlab.order", "_session"): "start_session, run as streamlab is imported, and only "
+                                     "with STREAMLAB_RACE_CHECK=1, which the grader unsets",
+}
+
+
+def _plain(node) -> bool:
+    """Is this module-level value one the grader takes for a setting (a number, a string,
+    a flag, None, or a tuple of them)?"""
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, ast.UnaryOp):
+        return _plain(node.operand)
+    return isinstance(node, ast.Tuple) and all(map(_plain, node.elts))
+
+
+def test_no_module_level_setting_of_streamlab_changes_while_a_part_runs():
+    """The grader takes streamlab's module-level plain values for settings that no code
+    changes (streamlab.grading._child._settings), and a part that finds one changed scores
+    nothing, as "Tampered". A value that streamlab itself changes as it runs fails a right
+    answer whenever the grader's look falls at another moment than its check: the
+    simulator's count of queued host functions once did (lab 05 part 2, under load, about
+    one run in three). No function of streamlab rebinds such a name, but the ones listed
+    in SET_AT_IMPORT."""
+    package = Path(streamlab.__file__).resolve().parent
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        module = ".".join(("streamlab", *path.relative_to(package).with_suffix("").parts))
+        module = module.removesuffix(".__init__")
+        tree = ast.parse(path.read_text())
+        plain = {t.id for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))
+                 and node.value is not None and _plain(node.value)
+                 for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+                 if isinstance(t, ast.Name)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Global):
+                found += [f"{module}.{name} (line {node.lineno})" for name in node.names
+                          if name in plain and (module, name) not in SET_AT_IMPORT]
+    assert not found, (f"rebound as streamlab runs, though the grader takes them for fixed "
+                       f"settings: {found}. Keep such a value on an object (an attribute "
+                       f"of an instance), or list it in SET_AT_IMPORT if it is set only at "
+                       f"import")
+
+
+_QUEUED_WHEN_LOOKED = '''
+import os, threading
+os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+import streamlab
+from numba import cuda
+from streamlab.grading._child import Guard
+
+s, gate = cuda.stream(), threading.Event()
+streamlab.launch_host_func(s, gate.wait)          # queued, and held until the look is over
+guard = Guard()
+guard.snapshot_modules()                           # the grader's look, with one outstanding
+gate.set()
+s.synchronize()                                    # it has run: none outstanding now
+print("PROBLEMS", guard.problems({}))
+'''
+
+
+def test_a_host_function_queued_when_the_grader_looks_is_not_tampering(tmp_path):
+    """The case that failed: the grader's look taken while a host function is queued on
+    the simulator, its comparison after it has run."""
+    import subprocess
+
+    env = dict(os.environ, STREAMLAB_QUIET="1", STREAMLAB_GRADING="1")
+    out = subprocess.run([sys.executable, "-c", _QUEUED_WHEN_LOOKED], capture_output=True,
+                         text=True, env=env, cwd=tmp_path, timeout=120)
+    assert "PROBLEMS []" in out.stdout, out.stdout + out.stderr

@@ -577,7 +577,7 @@ def _launch_sim_graph(graph: SimGraph, stream) -> None:
 
     @ops.timed
     def launch():
-        if sim_driver.outstanding:
+        if sim_driver.driver.outstanding:
             sim_driver.flush(stream)
         ops.emit("graph", "launch", stream, detail={"graph": graph._id,
                                                     "nodes": len(graph._capture.nodes)})

@@ -57,7 +57,7 @@ def _flush(stream=None) -> None:
     """Before work on ``stream`` (any synchronize: None), the host functions queued ahead
     of it run (:func:`streamlab.sim.driver.flush`); with none queued or running, as
     nearly always, the driver is not asked."""
-    if sim_driver.outstanding:
+    if sim_driver.driver.outstanding:
         sim_driver.flush(stream)
 
 _BROKEN_CALLBACK = (
