@@ -54,7 +54,10 @@ def generated():
     import atexit
     import tempfile
 
-    folder = Path(tempfile.mkdtemp(prefix="streamlab-generated-"))
+    # inside the course (which the grader hides from every part), not in /tmp: where no
+    # sandbox can be made, a part's cheat reads /tmp, and this copy holds the solutions
+    (ROOT / "build").mkdir(exist_ok=True)
+    folder = Path(tempfile.mkdtemp(prefix="streamlab-generated-", dir=ROOT / "build"))
     atexit.register(shutil.rmtree, folder, ignore_errors=True)
     shutil.copy(ROOT / "nbgrader_config.py", folder)
     shutil.copytree(ROOT / "solutions", folder / "solutions",

@@ -40,6 +40,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from . import RESULTS_VERSION
@@ -76,12 +77,16 @@ def judge(name: str, notebook: str, *, submitted: str, timeout: float = 300,
         parts, how = {}, ""
         for count, cell in enumerate(graded_cells(nb), 1):
             part = cell.metadata["nbgrader"]["grade_id"]
+            began = time.monotonic()
             verdict = run_part(cells, part, cwd=work, protect=list(protect),
                                hide=[*hide, scratch_base()], timeout=timeout,
                                sandbox=sandbox, env=env)
             how = verdict.sandbox
             parts[part] = {"outputs": cell_outputs(verdict),
-                           "execution_count": count, "passed": verdict.passed}
+                           "execution_count": count, "passed": verdict.passed,
+                           # the part's whole run, its process's start included: how
+                           # close it came to the time limit
+                           "seconds": round(time.monotonic() - began, 2)}
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return {"name": name, "parts": parts, "sandbox": how, "worker_pid": os.getpid(),
