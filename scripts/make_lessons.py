@@ -9,8 +9,9 @@ each code cell tagged ``exercise`` the answer sits between ``### BEGIN SOLUTION`
 many lines it takes and raises NotImplementedError (whose check then prints "not done
 yet"). Cells tagged ``solution-note`` (the solved copy's own note) are left out. Where
 the code changed, the copy is written without outputs: each copy is executed on its own,
-on a GPU (scripts/gpu-check.sh), before it is committed. Where only markdown changed,
-the copy keeps the outputs of its last run, which ran the same code.
+on a GPU (scripts/gpu-check.sh), and on the simulator for the model GPU's answers
+(scripts/model_runs.py), before it is committed. Where only markdown changed, the copy
+keeps the outputs of its last runs, which ran the same code.
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 RUN_KEY = "streamlab_run"  # streamlab.provenance.KEY: what a copy's outputs ran
+# the model GPU's run of the learner's copy (scripts/model_runs.py): each answering cell's
+# outputs, and the record of that run (streamlab.workspace.MODEL_KEY, MODEL_RUN_KEY)
+MODEL_KEY, MODEL_RUN_KEY = "streamlab_model", "streamlab_model_run"
 
 
 class LessonError(ValueError):
@@ -131,8 +135,11 @@ def main(argv) -> int:
             if code_of(have) == code_of(want):  # only markdown changed: the run still holds
                 for mine, old in zip(code_cells(want), code_cells(have)):
                     mine["outputs"], mine["execution_count"] = old["outputs"], old["execution_count"]
-                if RUN_KEY in have.get("metadata", {}):  # and so does its record of it
-                    want["metadata"][RUN_KEY] = have["metadata"][RUN_KEY]
+                    if MODEL_KEY in old.get("metadata", {}):  # and the model GPU's
+                        mine.setdefault("metadata", {})[MODEL_KEY] = old["metadata"][MODEL_KEY]
+                for key in (RUN_KEY, MODEL_RUN_KEY):  # and so do the records of both runs
+                    if key in have.get("metadata", {}):
+                        want["metadata"][key] = have["metadata"][key]
         stale.append(target.name)
         if not check:
             target.write_text(json.dumps(want, indent=1, ensure_ascii=False) + "\n")

@@ -224,6 +224,11 @@ def test_the_first_minutes_of_a_learner(git_course, page):
         guess.locator(".jp-OutputArea-output").filter(has_text="Your guess: 2") \
             .wait_for(timeout=120_000)
         guess.locator(".jp-OutputArea-output img").first.wait_for(timeout=30_000)
+        # and after the GPU's run, the model GPU's of the same cells, its timeline too
+        guess.locator(".jp-OutputArea-output").filter(
+            has_text="on a model GPU (model of an NVIDIA").first.wait_for(timeout=30_000)
+        assert guess.locator(".jp-OutputArea-output img").count() >= 2, \
+            "the model GPU's timeline is not shown beside the GPU's"
         ARTIFACTS.mkdir(parents=True, exist_ok=True)  # what the learner sees, kept by CI
         guess.scroll_into_view_if_needed()
         page.screenshot(path=str(ARTIFACTS / "a-guess-and-the-gpu-run-together.png"))

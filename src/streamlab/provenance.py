@@ -25,7 +25,8 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-__all__ = ["KEY", "PROBE", "code_hash", "imported", "module_hashes", "stamp", "stale"]
+__all__ = ["KEY", "MODEL_KEY", "PROBE", "code_hash", "imported", "module_hashes", "stamp",
+           "stale"]
 
 #: where the stamp sits in a notebook's metadata
 KEY = "streamlab_run"
@@ -96,32 +97,41 @@ def module_hashes(modules, root: Path | None = None) -> dict[str, str]:
     return {rel: _file_hash(root / rel) for rel in sorted(set(modules) | set(data))}
 
 
-def stamp(nb, device: str, modules, root: Path | None = None) -> None:
+def stamp(nb, device: str, modules, root: Path | None = None, key: str = KEY) -> None:
     """Record in ``nb``'s metadata what its outputs ran: its code, and the package's
-    ``modules`` the run imported (see :func:`imported`) with the data files."""
-    nb["metadata"][KEY] = {"device": device, "code_sha256": code_hash(nb),
+    ``modules`` the run imported (see :func:`imported`) with the data files (``key``:
+    where, as :func:`stale` reads it)."""
+    nb["metadata"][key] = {"device": device, "code_sha256": code_hash(nb),
                            "modules_sha256": module_hashes(modules, root)}
 
 
-def stale(nb, root: Path | None = None) -> str | None:
-    """Why ``nb``'s outputs are older than what it would run now, or None if they are not."""
+#: where a lesson's learner copy records the model GPU's run of it (streamlab.workspace's
+#: MODEL_RUN_KEY; scripts/model_runs.py writes it)
+MODEL_KEY = "streamlab_model_run"
+_AGAIN = {KEY: ("execute it on a GPU", "scripts/gpu-check.sh"),
+          MODEL_KEY: ("run it on the simulator", "scripts/model_runs.py")}
+
+
+def stale(nb, root: Path | None = None, key: str = KEY) -> str | None:
+    """Why ``nb``'s outputs are older than what it would run now, or None if they are not
+    (``key``: the GPU run's stamp, or :data:`MODEL_KEY`, the model GPU's run's)."""
     root = root or PACKAGE
-    saved = nb.get("metadata", {}).get(KEY)
+    do, script = _AGAIN[key]
+    saved = nb.get("metadata", {}).get(key)
     if not saved:
-        return ("it carries no record of the run its outputs came from: execute it on a "
-                "GPU with scripts/gpu-check.sh, which stamps it")
+        return (f"it carries no record of the run its outputs came from: {do} with "
+                f"{script}, which stamps it")
     if saved.get("code_sha256") != code_hash(nb):
-        return ("its code cells changed after the run its outputs came from: execute it "
-                "on a GPU again (scripts/gpu-check.sh)")
+        return (f"its code cells changed after the run its outputs came from: {do} again "
+                f"({script})")
     recorded = saved.get("modules_sha256")
     if not isinstance(recorded, dict) or not recorded:
-        return ("its stamp names no modules of the package (a stamp of an older format): "
-                "execute it on a GPU again (scripts/gpu-check.sh)")
+        return (f"its stamp names no modules of the package (a stamp of an older format): "
+                f"{do} again ({script})")
     changed = sorted(rel for rel, digest in recorded.items()
                      if not (root / rel).is_file() or _file_hash(root / rel) != digest)
     new_data = sorted(rel for rel in module_hashes((), root) if rel not in recorded)
     if changed or new_data:
         return (f"the streamlab modules it ran changed after the run its outputs came "
-                f"from ({', '.join((changed + new_data)[:6])}): execute it on a GPU again "
-                f"(scripts/gpu-check.sh)")
+                f"from ({', '.join((changed + new_data)[:6])}): {do} again ({script})")
     return None

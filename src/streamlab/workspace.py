@@ -58,7 +58,8 @@ from pathlib import Path
 
 __all__ = ["FOLDER", "MARKER", "ENV_VAR", "KERNEL_METADATA", "GUESS", "Sync", "WorkspaceError",
            "location", "prepare", "reset", "course_files", "changed_by_learner", "content_hash",
-           "learner_view", "reveal", "GUESS_CELL"]
+           "learner_view", "reveal", "GUESS_CELL", "MODEL_KEY", "MODEL_RUN_KEY",
+           "answering_cells"]
 
 #: the learner's copy, inside the course folder (ignored by git)
 FOLDER = "my-work"
@@ -165,6 +166,29 @@ GUESS_CELL = (GUESS + "\nmy_guess = ...\n"
               "from streamlab.workspace import reveal; reveal(my_guess, {notebook!r}, {cell!r})")
 #: what marks the cells :func:`learner_view` made or folded (cell metadata)
 VIEW_KEY = "streamlab"
+#: in a lesson's learner copy, the model GPU's run of a cell that answers a question (cell
+#: metadata: ``{"outputs": [...]}``), and the record of that run (notebook metadata: the
+#: model, and what the run ran, as :mod:`streamlab.provenance` stamps it). Written by
+#: ``scripts/model_runs.py``, which runs the copy on Numba's simulator
+MODEL_KEY = "streamlab_model"
+MODEL_RUN_KEY = "streamlab_model_run"
+
+
+def answering_cells(cells: list) -> list[int]:
+    """The indices of the code cells that answer a question: those after a
+    **Question.** markdown cell and before its **Answer.** (whose outputs the learner's
+    copy shows only after a guess)."""
+    found, asking = [], False
+    for i, cell in enumerate(cells):
+        text = "".join(cell.get("source", ""))
+        if cell.get("cell_type") == "markdown":
+            if "**Answer.**" in text:
+                asking = False
+            if "**Question.**" in text:  # (as learner_view: a guess cell follows it)
+                asking = True
+        elif cell.get("cell_type") == "code" and asking:
+            found.append(i)
+    return found
 
 
 def learner_view(nb: dict, name: str = "") -> dict:
@@ -193,6 +217,7 @@ def learner_view(nb: dict, name: str = "") -> dict:
     out = json.loads(json.dumps(nb))  # a copy: the course's notebook stays as it is
     if not isinstance(out.get("cells"), list):
         return out
+    model_label = (out.get("metadata", {}).pop(MODEL_RUN_KEY, None) or {}).get("device")
     cells, guess = [], None
     for cell in _split_answers_from_questions(out["cells"]):
         text = "".join(cell.get("source", ""))
@@ -201,17 +226,26 @@ def learner_view(nb: dict, name: str = "") -> dict:
             meta.setdefault("jupyter", {})["source_hidden"] = True
             guess = None
         elif cell.get("cell_type") == "code" and guess:
-            if cell.get("outputs"):
-                guess["metadata"][VIEW_KEY]["reveal"].append(
-                    {"source": text.splitlines()[0] if text else "", "outputs": cell["outputs"]})
+            model = cell.get("metadata", {}).pop(MODEL_KEY, None)
+            if cell.get("outputs") or model:
+                shown = {"source": text.splitlines()[0] if text else "",
+                         "outputs": cell.get("outputs", [])}
+                if model and model.get("outputs"):
+                    shown["model"] = model["outputs"]
+                guess["metadata"][VIEW_KEY]["reveal"].append(shown)
             cell["outputs"], cell["execution_count"] = [], None
+        else:
+            cell.get("metadata", {}).pop(MODEL_KEY, None)
         cells.append(cell)
         if cell.get("cell_type") == "markdown" and "**Question.**" in text:
             # as JupyterLab writes a cell back (an id, the source as a list of lines), so
             # that a lesson only opened and saved is not the learner's change
             cell_id = f"guess-{len(cells)}"
+            view = {"guess": True, "reveal": []}
+            if model_label:
+                view["model"] = model_label
             guess = {"cell_type": "code", "id": cell_id, "execution_count": None,
-                     "metadata": {VIEW_KEY: {"guess": True, "reveal": []}}, "outputs": [],
+                     "metadata": {VIEW_KEY: view}, "outputs": [],
                      "source": GUESS_CELL.format(notebook=name, cell=cell_id)
                      .splitlines(keepends=True)}
             cells.append(guess)
@@ -239,21 +273,36 @@ def reveal(guess, notebook: str, cell: str, folder: Path | None = None) -> None:
         raise LookupError(f"{path.name} has no guess cell {cell!r}: it was deleted or "
                           f"renamed. `python -m streamlab reset {notebook[:2]}` gives back the "
                           f"lesson as the course has it (your copy is kept in old-versions/)")
-    shown = found[0].get("metadata", {}).get(VIEW_KEY, {}).get("reveal", [])
+    view = found[0].get("metadata", {}).get(VIEW_KEY, {})
+    shown = view.get("reveal", [])
     print(f"Your guess: {guess}")
-    from IPython.display import display
-
     for run in shown:
         print(f"\nThe course's GPU run of the cell beginning `{run['source']}`:")
-        for output in run["outputs"]:
-            kind = output.get("output_type") if isinstance(output, dict) else None
-            if kind == "stream":
-                print("".join(output.get("text", "")), end="")
-            elif kind in ("display_data", "execute_result"):
-                display(output.get("data", {}), raw=True, metadata=output.get("metadata", {}))
+        _show(run["outputs"])
+    predicted = [run for run in shown if run.get("model")]
+    if predicted:
+        print(f"\nThe same cells on Numba's simulator, where streamlab replays what they "
+              f"issue on a model GPU ({view.get('model') or 'a model GPU'}): its event "
+              f"times and timelines are the model's prediction. A time read from the host's "
+              f"own clock is the simulator's, which runs kernels in Python, far slower than "
+              f"a GPU.")
+        for run in predicted:
+            print(f"\nThe model's run of the cell beginning `{run['source']}`:")
+            _show(run["model"])
     print("\nThe answer is the folded cell below: click its bar to open it. Run the cells "
-          "above it to see your own machine's run (on Numba's simulator: the model GPU's "
-          "prediction, for a third opinion).")
+          "above it to see your own machine's run.")
+
+
+def _show(outputs: list) -> None:
+    """Show a cell's saved outputs (its printed text, its pictures) under this cell."""
+    from IPython.display import display
+
+    for output in outputs:
+        kind = output.get("output_type") if isinstance(output, dict) else None
+        if kind == "stream":
+            print("".join(output.get("text", "")), end="")
+        elif kind in ("display_data", "execute_result"):
+            display(output.get("data", {}), raw=True, metadata=output.get("metadata", {}))
 
 
 def _split_answers_from_questions(cells: list) -> list:
