@@ -49,28 +49,15 @@ def _module(name: str):
     spec = importlib.util.spec_from_file_location(
         f"_streamlab_{name}", ROOT / "src" / "streamlab" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # (a dataclass looks its module up there)
     spec.loader.exec_module(module)
     return module
 
 
 provenance = _module("provenance")
-workspace_keys = {"cell": "streamlab_model", "run": provenance.MODEL_KEY}
-
-
-def answering_cells(cells) -> list[int]:
-    """The code cells that answer a question (streamlab.workspace.answering_cells, read by
-    its file's rule: after a **Question.** markdown cell, until its **Answer.**)."""
-    found, asking = [], False
-    for i, cell in enumerate(cells):
-        text = "".join(cell.get("source", ""))
-        if cell.get("cell_type") == "markdown":
-            if "**Answer.**" in text:
-                asking = False
-            if "**Question.**" in text:
-                asking = True
-        elif cell.get("cell_type") == "code" and asking:
-            found.append(i)
-    return found
+workspace = _module("workspace")  # (imports nothing of the package either)
+answering_cells = workspace.answering_cells
+workspace_keys = {"cell": workspace.MODEL_KEY, "run": workspace.MODEL_RUN_KEY}
 
 
 def lessons(names: list[str]) -> list[Path]:

@@ -277,8 +277,9 @@ def reveal(guess, notebook: str, cell: str, folder: Path | None = None) -> None:
     shown = view.get("reveal", [])
     print(f"Your guess: {guess}")
     for run in shown:
-        print(f"\nThe course's GPU run of the cell beginning `{run['source']}`:")
-        _show(run["outputs"])
+        if run["outputs"]:
+            print(f"\nThe course's GPU run of the cell beginning `{run['source']}`:")
+            _show(run["outputs"])
     predicted = [run for run in shown if run.get("model")]
     if predicted:
         print(f"\nThe same cells on Numba's simulator, where streamlab replays what they "
