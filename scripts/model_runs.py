@@ -103,6 +103,8 @@ def run(path: Path, timeout: int) -> str | None:
     except CellExecutionError as exc:
         return re.sub(r"\x1b\[[0-9;]*m", "", str(exc).splitlines()[-1] if str(exc) else
                       repr(exc))
+    except Exception as exc:  # noqa: BLE001  (a cell past its time, a kernel that died:
+        return f"{type(exc).__name__}: {exc}"  # this lesson fails, the others still run)
     label_cell, probe = ran.cells.pop(), ran.cells.pop()
     found = re.search(rf"^{re.escape(LABEL)} (.+)$", stdout(label_cell), re.M)
     label = found.group(1).strip() if found else ""

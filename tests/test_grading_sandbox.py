@@ -454,24 +454,42 @@ def launch_on_streams(inputs, outputs, streams):
         assert "Before this check ran" not in got.message, got
 
 
-#: names of streamlab's modules that a function rebinds (``global``) while they hold a
-#: plain value, and why that is safe: each is set once, while streamlab is imported,
-#: before the grader's first look
+#: names of streamlab's modules that streamlab's code rebinds after the module ran, and
+#: why that is safe: each is set once, before the grader's first look
 SET_AT_IMPORT = {
     ("streamlab._device", "SIMULATOR"): "_set_mode, run as streamlab is imported",
     ("streamlab.order", "_session"): "start_session, run as streamlab is imported, and only "
                                      "with STREAMLAB_RACE_CHECK=1, which the grader unsets",
+    ("streamlab.transcript", "_sink"): "set by the grader's own child process, before it "
+                                       "imports streamlab and takes its first look",
 }
 
 
-def _plain(node) -> bool:
-    """Is this module-level value one the grader takes for a setting (a number, a string,
-    a flag, None, or a tuple of them)?"""
-    if isinstance(node, ast.Constant):
-        return True
-    if isinstance(node, ast.UnaryOp):
-        return _plain(node.operand)
-    return isinstance(node, ast.Tuple) and all(map(_plain, node.elts))
+def _modules_imported(tree, module: str, package: Path) -> dict[str, str]:
+    """{local name: streamlab module} for the modules of streamlab a file imports as
+    modules (``from . import ops as _ops``, ``from .sim import driver``, ``import
+    streamlab.x as y``)."""
+    def is_module(name):
+        rel = Path(*name.split(".")[1:])
+        return (package / rel).with_suffix(".py").is_file() or (package / rel).is_dir()
+
+    here = module if (package / Path(*module.split(".")[1:]) / "__init__.py").is_file() \
+        else module.rsplit(".", 1)[0]
+    out = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = ".".join(here.split(".")[:len(here.split(".")) - node.level + 1]) \
+                if node.level else ""
+            parent = ".".join(p for p in (base, node.module or "") if p)
+            for alias in node.names:
+                full = f"{parent}.{alias.name}"
+                if full.startswith("streamlab.") and is_module(full):
+                    out[alias.asname or alias.name] = full
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("streamlab.") and alias.asname:
+                    out[alias.asname] = alias.name
+    return out
 
 
 def test_no_module_level_setting_of_streamlab_changes_while_a_part_runs():
@@ -480,26 +498,36 @@ def test_no_module_level_setting_of_streamlab_changes_while_a_part_runs():
     nothing, as "Tampered". A value that streamlab itself changes as it runs fails a right
     answer whenever the grader's look falls at another moment than its check: the
     simulator's count of queued host functions once did (lab 05 part 2, under load, about
-    one run in three). No function of streamlab rebinds such a name, but the ones listed
-    in SET_AT_IMPORT."""
+    one run in three). So streamlab rebinds no module-level name after its module ran,
+    neither from a function of the module (``global``) nor from another module
+    (``mod.NAME = ...``, ``setattr(mod, ...)``), but the ones listed in SET_AT_IMPORT."""
     package = Path(streamlab.__file__).resolve().parent
     found = []
     for path in sorted(package.rglob("*.py")):
         module = ".".join(("streamlab", *path.relative_to(package).with_suffix("").parts))
         module = module.removesuffix(".__init__")
         tree = ast.parse(path.read_text())
-        plain = {t.id for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))
-                 and node.value is not None and _plain(node.value)
-                 for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
-                 if isinstance(t, ast.Name)}
+        modules = _modules_imported(tree, module, package)
         for node in ast.walk(tree):
             if isinstance(node, ast.Global):
-                found += [f"{module}.{name} (line {node.lineno})" for name in node.names
-                          if name in plain and (module, name) not in SET_AT_IMPORT]
-    assert not found, (f"rebound as streamlab runs, though the grader takes them for fixed "
-                       f"settings: {found}. Keep such a value on an object (an attribute "
-                       f"of an instance), or list it in SET_AT_IMPORT if it is set only at "
-                       f"import")
+                found += [f"{module}.{name} (global, {path.name}:{node.lineno})"
+                          for name in node.names if (module, name) not in SET_AT_IMPORT]
+            targets = node.targets if isinstance(node, ast.Assign) else \
+                [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                    node.func.id == "setattr" and node.args and \
+                    isinstance(node.args[0], ast.Name) and node.args[0].id in modules:
+                found.append(f"{modules[node.args[0].id]}.? (setattr, {path.name}:"
+                             f"{node.lineno})")
+            for t in targets:
+                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and \
+                        t.value.id in modules and \
+                        (modules[t.value.id], t.attr) not in SET_AT_IMPORT:
+                    found.append(f"{modules[t.value.id]}.{t.attr} ({path.name}:{t.lineno})")
+    assert not found, (f"rebound as streamlab runs, though the grader takes a module's "
+                       f"names for fixed settings: {found}. Keep such a value on an object "
+                       f"(an attribute of an instance), or list it in SET_AT_IMPORT if it "
+                       f"is set only at import")
 
 
 _QUEUED_WHEN_LOOKED = '''
