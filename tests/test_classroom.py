@@ -109,6 +109,7 @@ def test_a_class_on_two_workers_one_killed_gets_the_expected_grades_and_a_serial
               if serially.get(k) != v}
     assert not differ, f"(learner, part): (kind, serial autograde, Dask): {differ}\n" + \
         shown_in_notebooks(serial / "autograded", differ)
+    assert set(serially) == set(got), "the serial autograde graded other parts than Dask"
     nbgrader("export", cwd=serial)
 
     def grades(path):
