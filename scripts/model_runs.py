@@ -31,33 +31,21 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
+from run_notebooks import _module, provenance, stdout
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 LABEL = "streamlab-model-label:"
 #: after the last cell: the model the simulator's timelines came from
 LABEL_PROBE = ("import streamlab.model as _m\n"
-               f"print({LABEL!r}, (_m.simulator_model() or _m).profile.label "
+               f"print({LABEL!r}, _m.simulator_model().profile.label "
                "if _m.simulator_model() else 'no model')")
 
 
-def _module(name: str):
-    """streamlab's module ``name`` alone, by its file (importing the package would choose
-    a device in this process)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        f"_streamlab_{name}", ROOT / "src" / "streamlab" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # (a dataclass looks its module up there)
-    spec.loader.exec_module(module)
-    return module
-
-
-provenance = _module("provenance")
-workspace = _module("workspace")  # (imports nothing of the package either)
+# streamlab's workspace by its file, as run_notebooks loads provenance (importing the
+# package would choose a device in this process); it imports nothing of the package
+workspace = _module("workspace")
 answering_cells = workspace.answering_cells
-workspace_keys = {"cell": workspace.MODEL_KEY, "run": workspace.MODEL_RUN_KEY}
 
 
 def lessons(names: list[str]) -> list[Path]:
@@ -84,11 +72,6 @@ def lessons(names: list[str]) -> list[Path]:
     return out
 
 
-def stdout(cell) -> str:
-    return "".join(o.get("text", "") for o in cell.get("outputs", [])
-                   if o.get("output_type") == "stream" and o.get("name") == "stdout")
-
-
 def run(path: Path, timeout: int) -> str | None:
     """Execute ``path``'s copy on the simulator and keep its answers in ``path``; None, or
     why it failed (nothing is written then)."""
@@ -112,11 +95,12 @@ def run(path: Path, timeout: int) -> str | None:
         return (f"it did not run on the simulator's model GPU (it said {label!r}): run this "
                 f"where NUMBA_ENABLE_CUDASIM=1 takes effect, with STREAMLAB_MODEL unset")
     for cell in nb.cells:
-        cell.get("metadata", {}).pop(workspace_keys["cell"], None)
+        cell.get("metadata", {}).pop(workspace.MODEL_KEY, None)
     for i in answering_cells(nb.cells):
-        nb.cells[i].setdefault("metadata", {})[workspace_keys["cell"]] = {
+        nb.cells[i].setdefault("metadata", {})[workspace.MODEL_KEY] = {
             "outputs": ran.cells[i].get("outputs", [])}
-    provenance.stamp(nb, label, provenance.imported(stdout(probe)), key=workspace_keys["run"])
+    provenance.stamp(nb, label, provenance.imported(stdout(probe)),
+                     key=workspace.MODEL_RUN_KEY)
     nbformat.write(nb, path)
     return None
 
@@ -132,7 +116,7 @@ def main(argv=None) -> int:
     if a.check:
         old = {p.name: why for p in paths
                if (why := provenance.stale(json.loads(p.read_text()),
-                                           key=workspace_keys["run"]))}
+                                           key=workspace.MODEL_RUN_KEY))}
         for name, why in old.items():
             print(f"{name}: {why}")
         return 1 if old else 0

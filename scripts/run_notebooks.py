@@ -37,6 +37,7 @@ def _module(name: str):
     spec = importlib.util.spec_from_file_location(
         f"_streamlab_{name}", ROOT / "src" / "streamlab" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # (a dataclass looks its module up there)
     spec.loader.exec_module(module)
     return module
 

@@ -35,11 +35,6 @@ def expected(course):
     return make_class.expected(course, LAB)
 
 
-def want_of(course, name: str, part: str) -> float:
-    """The score that part ``part`` of submission ``name`` (learner/notebook) should get."""
-    return expected(course).get((name.split("/")[0], part), 0.0)
-
-
 @pytest.fixture(scope="module")
 def klass(tmp_path_factory):
     """The solution, the untouched copy, every cheat, a hang and a crash, the right
@@ -88,14 +83,14 @@ def test_a_class_on_two_workers_one_killed_gets_the_expected_grades_and_a_serial
         killer.join()
     assert killed, "no worker was busy to kill"
     judged = json.loads((klass / ".grading" / f"{LAB}.json").read_text())["results"]
+    got, want = part_scores(klass, LAB), expected(klass)
     # how close the parts that should pass came to the time limit (a right answer that
     # ran out of time would score nothing)
     passing = sorted(((p.get("seconds", 0), name, part) for name, r in judged.items()
-                      for part, p in r["parts"].items() if want_of(klass, name, part)),
-                     reverse=True)
+                      for part, p in r["parts"].items()
+                      if want.get((name.split("/")[0], part))), reverse=True)
     print(f"the slowest parts that should pass (s, of the {TIMEOUT} s limit): {passing[:3]}")
     assert sorted(judged) == sorted(f"{learner}/{LAB}.ipynb" for learner in kinds(klass))
-    got, want = part_scores(klass, LAB), expected(klass)
     wrong = {k: (kinds(klass)[k[0]], got.get(k), v) for k, v in want.items()
              if got.get(k) != v}
     assert not wrong, f"(learner, part): (kind, got, expected): {wrong}\n" + \

@@ -176,8 +176,9 @@ MODEL_RUN_KEY = "streamlab_model_run"
 
 def answering_cells(cells: list) -> list[int]:
     """The indices of the code cells that answer a question: those after a
-    **Question.** markdown cell and before its **Answer.** (whose outputs the learner's
-    copy shows only after a guess)."""
+    **Question.** markdown cell and before its **Answer.**, whose outputs the learner's
+    copy shows only after a guess (:func:`learner_view` moves them; a markdown cell that
+    holds an answer and then the next question closes one and opens the other)."""
     found, asking = [], False
     for i, cell in enumerate(cells):
         text = "".join(cell.get("source", ""))
@@ -219,13 +220,15 @@ def learner_view(nb: dict, name: str = "") -> dict:
         return out
     model_label = (out.get("metadata", {}).pop(MODEL_RUN_KEY, None) or {}).get("device")
     cells, guess = [], None
-    for cell in _split_answers_from_questions(out["cells"]):
+    split = _split_answers_from_questions(out["cells"])
+    answering = set(answering_cells(split))
+    for i, cell in enumerate(split):
         text = "".join(cell.get("source", ""))
         if cell.get("cell_type") == "markdown" and "**Answer.**" in text and guess:
             meta = cell.setdefault("metadata", {})
             meta.setdefault("jupyter", {})["source_hidden"] = True
             guess = None
-        elif cell.get("cell_type") == "code" and guess:
+        elif i in answering:
             model = cell.get("metadata", {}).pop(MODEL_KEY, None)
             if cell.get("outputs") or model:
                 shown = {"source": text.splitlines()[0] if text else "",
@@ -234,8 +237,6 @@ def learner_view(nb: dict, name: str = "") -> dict:
                     shown["model"] = model["outputs"]
                 guess["metadata"][VIEW_KEY]["reveal"].append(shown)
             cell["outputs"], cell["execution_count"] = [], None
-        else:
-            cell.get("metadata", {}).pop(MODEL_KEY, None)
         cells.append(cell)
         if cell.get("cell_type") == "markdown" and "**Question.**" in text:
             # as JupyterLab writes a cell back (an id, the source as a list of lines), so
