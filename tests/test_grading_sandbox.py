@@ -556,3 +556,25 @@ def test_a_host_function_queued_when_the_grader_looks_is_not_tampering(tmp_path)
     out = subprocess.run([sys.executable, "-c", _QUEUED_WHEN_LOOKED], capture_output=True,
                          text=True, env=env, cwd=tmp_path, timeout=120)
     assert "PROBLEMS []" in out.stdout, out.stdout + out.stderr
+
+
+#: a learner's cell that turns the simulator's host-function flush off: the count it asks
+#: is an attribute of the driver now, which the grader does not watch (a module-level
+#: number, it was watched)
+_NO_FLUSH = "import streamlab.sim.driver as _d\n_d.driver.outstanding = -10**6\n"
+
+
+@pytest.mark.skipif("not streamlab.on_simulator()", reason="the simulator's driver alone")
+@pytest.mark.parametrize("name", [
+    "the host waits, then post-processes", "a lambda that closes over the loop variable",
+    "does not wait at all", "the future resolved without waiting for it"])
+def test_a_wrong_answer_with_the_simulators_flush_turned_off_still_fails(tmp_path, name):
+    """With its flush turned off, the simulator runs a stream's host functions late (after
+    its delay), not before a synchronize: results come late or never, and the part's
+    recorded operations are judged as before. A wrong answer of lab 05 still fails."""
+    wrong = __import__("wrong_solutions.lab05__host_functions", fromlist=["WRONG"]).WRONG
+    target, code, part = wrong[name][:3]
+    cells = {**cells_of("lab05__host_functions", "solution"), target: _NO_FLUSH + code}
+    got = run_part(plan(submission("lab05__host_functions", cells)), part,
+                   cwd=str(tmp_path), timeout=120, sandbox="off")
+    assert not got.passed, got
