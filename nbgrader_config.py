@@ -52,12 +52,15 @@ c.GradeInFreshProcesses.timeout = 300
 
 class DropRunStamp(Preprocessor):
     """The learner's copy has no outputs: it must not carry the solution's record of the
-    GPU run its outputs came from (streamlab.provenance)."""
+    GPU run its outputs came from (streamlab.provenance), nor the banner that says that run
+    is older than the solution's code (scripts/owed.py)."""
 
     enabled = Bool(True)  # nbconvert registers a preprocessor disabled unless it says so
 
     def preprocess(self, nb, resources):
         nb.metadata.pop("streamlab_run", None)
+        nb.cells = [c for c in nb.cells
+                    if "owed-gpu-run" not in c.get("metadata", {}).get("tags", [])]
         return nb, resources
 
 

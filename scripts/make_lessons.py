@@ -28,6 +28,9 @@ RUN_KEY = "streamlab_run"  # streamlab.provenance.KEY: what a copy's outputs ran
 # the model GPU's run of the learner's copy (scripts/model_runs.py): each answering cell's
 # outputs, and the record of that run (streamlab.workspace.MODEL_KEY, MODEL_RUN_KEY)
 MODEL_KEY, MODEL_RUN_KEY = "streamlab_model", "streamlab_model_run"
+# a banner that scripts/owed.py writes in a copy whose outputs are older than its code:
+# each copy's own (each copy has its own GPU run), never carried from one to the other
+OWED_TAG = "owed-gpu-run"
 
 
 class LessonError(ValueError):
@@ -88,7 +91,7 @@ def learner_copy(solved: dict, name: str) -> dict:
     nb = json.loads(json.dumps(solved))
     cells = []
     for k, cell in enumerate(nb["cells"]):
-        if "solution-note" in tags(cell):
+        if "solution-note" in tags(cell) or OWED_TAG in tags(cell):
             continue
         src = "".join(cell["source"])
         if "exercise" in tags(cell):
@@ -109,8 +112,20 @@ def learner_copy(solved: dict, name: str) -> dict:
 
 def sources(nb: dict) -> list[tuple[str, str, list[str]]]:
     """What must agree between a generated copy and the file: each cell's kind, source
-    and tags (outputs come from each copy's own run)."""
-    return [(c["cell_type"], "".join(c["source"]), tags(c)) for c in nb["cells"]]
+    and tags (outputs come from each copy's own run; an owed run's banner is the copy's
+    own)."""
+    return [(c["cell_type"], "".join(c["source"]), tags(c)) for c in nb["cells"]
+            if OWED_TAG not in tags(c)]
+
+
+def keep_banner(want: dict, have: dict) -> None:
+    """Put ``have``'s owed-run banner (if any) in ``want``, under the same cell as before."""
+    for i, cell in enumerate(have["cells"]):
+        if OWED_TAG in tags(cell):
+            before = have["cells"][i - 1] if i else None
+            at = next((k + 1 for k, c in enumerate(want["cells"]) if before is not None
+                       and c.get("id") == before.get("id")), 0)
+            want["cells"].insert(at, cell)
 
 
 def code_cells(nb: dict) -> list[dict]:
@@ -140,6 +155,7 @@ def main(argv) -> int:
                 for key in (RUN_KEY, MODEL_RUN_KEY):  # and so do the records of both runs
                     if key in have.get("metadata", {}):
                         want["metadata"][key] = have["metadata"][key]
+            keep_banner(want, have)
         stale.append(target.name)
         if not check:
             target.write_text(json.dumps(want, indent=1, ensure_ascii=False) + "\n")

@@ -3,6 +3,7 @@
     python scripts/model_runs.py                 # every lesson with a question
     python scripts/model_runs.py 01 notebooks/04__copies_to_host__overlap.ipynb
     python scripts/model_runs.py --check         # fails if a kept run is older than the code
+    python scripts/model_runs.py --stale         # runs only those
 
 In the learner's copy a question's measured answer is hidden until the learner guesses
 (:func:`streamlab.workspace.reveal`); then the course's GPU run is shown, and beside it
@@ -110,9 +111,17 @@ def main(argv=None) -> int:
     ap.add_argument("lessons", nargs="*", help="lesson numbers or learner copies' paths")
     ap.add_argument("--check", action="store_true",
                     help="run nothing: fail if a kept run is older than its code")
+    ap.add_argument("--stale", action="store_true",
+                    help="run only the lessons whose kept run is older than their code")
     ap.add_argument("--timeout", type=int, default=600, help="seconds a cell may run")
     a = ap.parse_args(argv)
     paths = lessons(a.lessons)
+    if a.stale:
+        paths = [p for p in paths if provenance.stale(json.loads(p.read_text()),
+                                                      key=workspace.MODEL_RUN_KEY)]
+        if not paths:
+            print("every kept model run is as new as its code")
+            return 0
     if a.check:
         old = {p.name: why for p in paths
                if (why := provenance.stale(json.loads(p.read_text()),

@@ -50,9 +50,11 @@ def lessons() -> list[Path]:
 
 
 def markdown(path: Path) -> list[str]:
-    """The source of each markdown cell of a notebook."""
+    """The source of each markdown cell of a notebook (a banner that its GPU run is owed,
+    scripts/owed.py's, is not the lesson's prose)."""
     nb = json.loads(path.read_text())
-    return ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown"]
+    return ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown"
+            and "owed-gpu-run" not in c.get("metadata", {}).get("tags", [])]
 
 
 def words(text: str) -> int:

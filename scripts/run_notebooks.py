@@ -16,9 +16,12 @@ printed (its timings and its "passed"). Run on a GPU by scripts/gpu-check.sh; co
 """
 
 import argparse
+import contextlib
 import json
+import os
 import re
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -94,25 +97,84 @@ def device_of(nb) -> str:
     return found.group(1) if found else ""
 
 
+#: the folder whose sitecustomize starts the recorder in every Python process of a run
+RAN_SITE = ROOT / "scripts" / "ran_site"
+
+
+@contextlib.contextmanager
+def recording():
+    """While a notebook runs: every Python process started meanwhile (its kernel, and the
+    processes the notebook starts) records what it runs of streamlab
+    (:class:`streamlab.provenance.Recorder`) into the folder this yields."""
+    saved = {k: os.environ.get(k) for k in (provenance.DIR_VARIABLE, "PYTHONPATH")}
+    with tempfile.TemporaryDirectory(prefix="streamlab-ran-") as folder:
+        os.environ[provenance.DIR_VARIABLE] = folder
+        os.environ["PYTHONPATH"] = os.pathsep.join(
+            [str(RAN_SITE)] + ([saved["PYTHONPATH"]] if saved["PYTHONPATH"] else []))
+        try:
+            yield folder
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+
+
+def what_ran(folder: str, printed: str) -> dict:
+    """What the run's processes recorded (:func:`streamlab.provenance.ran_of`); a clear
+    error where the kernel recorded nothing or ran streamlab from elsewhere."""
+    lines = [ln for ln in printed.splitlines() if ln.startswith(provenance.RAN_MARK)]
+    errors = sorted(Path(folder).glob("error-*.txt"))
+    if errors:
+        raise RunError(errors[0].read_text())
+    if len(lines) != 1:
+        raise RunError(f"the kernel's last cell printed no {provenance.RAN_MARK!r} line: "
+                       f"{printed[-300:]!r}")
+    said = json.loads(lines[0][len(provenance.RAN_MARK):])
+    if not said["file"]:
+        raise RunError("the kernel recorded nothing of what it ran: was it started with "
+                       f"{RAN_SITE} on PYTHONPATH?")
+    imported_from = said["streamlab"]
+    if imported_from and not Path(imported_from).resolve().is_relative_to(provenance.PACKAGE):
+        raise RunError(f"the kernel imported streamlab from {imported_from}, not from "
+                       f"{provenance.PACKAGE}: run the notebooks with this checkout's src/ "
+                       f"on the path (scripts/gpu-check.sh does)")
+    records = [json.loads(p.read_text()) for p in sorted(Path(folder).glob("ran-*.json"))]
+    return provenance.ran_of(records)
+
+
+class RunError(RuntimeError):
+    """A run whose outputs cannot be stamped: says why."""
+
+
 def run(path: Path, timeout: int) -> dict:
     nb = nbformat.read(path, as_version=4)
     client = NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False,
                             resources={"metadata": {"path": str(path.parent)}})
     t0 = time.perf_counter()
     error = None
-    # after the last cell, the kernel names the streamlab modules it imported (the stamp's
-    # modules); the probe's cell is taken out again before the notebook is saved
-    nb.cells.append(nbformat.v4.new_code_cell(provenance.PROBE))
-    try:
-        client.execute()
-    except CellExecutionError as exc:
-        error = str(exc).splitlines()[-1] if str(exc) else repr(exc)
-        error = re.sub(r"\x1b\[[0-9;]*m", "", error)  # the traceback's colours
-    finally:
-        probe = nb.cells.pop()
+    # after the last cell, the kernel writes what it ran of streamlab (the stamp's code);
+    # the probe's cell is taken out again before the notebook is saved
+    nb.cells.append(nbformat.v4.new_code_cell(provenance.RAN_PROBE))
+    with recording() as folder:
+        try:
+            client.execute()
+        except CellExecutionError as exc:
+            error = str(exc).splitlines()[-1] if str(exc) else repr(exc)
+            error = re.sub(r"\x1b\[[0-9;]*m", "", error)  # the traceback's colours
+        finally:
+            probe = nb.cells.pop()
+        ran = None
+        if error is None:
+            try:
+                ran = what_ran(folder, stdout(probe))
+            except RunError as exc:
+                error = f"not stamped: {exc}"
     seconds = round(time.perf_counter() - t0, 1)
-    if error is None:  # what the outputs ran: a test fails once the code moves on
-        provenance.stamp(nb, device_of(nb), provenance.imported(stdout(probe)))
+    if error is None:  # what the outputs ran: a test fails once that code moves on
+        provenance.stamp_ran(nb, device_of(nb), ran)
+        nb.metadata[provenance.KEY]["seconds"] = seconds  # (scripts/owed.py plans by it)
     else:
         nb.metadata.pop(provenance.KEY, None)
     nbformat.write(nb, path)
