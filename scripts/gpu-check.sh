@@ -23,19 +23,28 @@
 # --only-binary=:all: filecheck -d .whl. On the course's GPU test machine, which reaches
 # no package index, first fetch the
 # missing wheels here with ../shared/tools/gpu-wheels.sh .whl and carry .whl along.
-# One command may run 10 minutes at most on the course's GPU machines. A whole notebooks
-# run took 6 to 10 minutes on an H100 and an H200 (the capstone 1 to 2.5 of them per copy,
-# 2026-11-24 to 26), so with REPEAT=3 run it in five parts, each under 10 minutes there: PART=nb1 (lessons 00-04),
-# nb2 (lessons 05-09), nb3 (the lab solutions), nb4 (the capstone's solved copy), nb5 (the
-# capstone's learner copy), each with NOTEBOOKS_JSON=the previous part's notebooks.json so
-# that the last part's JSON holds them all.
-# The tests part runs the whole suite in GPU mode, one worker: about 4 minutes of pytest on
-# an H100 or an H200 (2026-11-26), 5 with the benchmark and the model. In two parts: PART=t1 (the exercises' and labs' kept answers, 286 tests)
-# then PART=t2 EARLIER=t1's $OUT NOTEBOOKS_JSON=the notebooks' JSON (the other 614, and the
-# page from both).
+# One command may run 10 minutes at most on the course's GPU machines: run the notebooks in
+# parts, each with NOTEBOOKS_JSON=the previous part's notebooks.json so that the last
+# part's JSON holds them all: PART=nb1 (lessons 00-04), nb2 (lessons 05-09), nb3 (the lab
+# solutions), nb4 (the capstone's solved copy), nb5 (the capstone's learner copy); and the
+# tests in two: PART=t1 (the exercises' and labs' kept answers) then PART=t2 EARLIER=t1's
+# $OUT NOTEBOOKS_JSON=the notebooks' JSON (every other test, and the page from both). How
+# many tests and notebooks each part ran, and how long it took, on the last whole pass:
+# docs/gpu-check-parts.md (written by scripts/gpu_parts.py from that pass's files).
+# PART=owed: only what is owed (docs/runs/owed.json, scripts/owed.py): the owed notebooks
+# that fit BUDGET seconds (default 480), lessons' solved copies first, then their learner
+# copies, then the lab solutions (lesson 09 only where two GPUs are visible); then, once no
+# notebook is owed, the learner copies' model runs that are older than their code
+# (scripts/model_runs.py, on the simulator). It then brings the ledger, the banners and the
+# README up to date (all in notebooks.tar). Call it again until it says nothing is owed.
 # PART=sanitizer: compute-sanitizer finds the planted errors of scripts/sanitize.py, and
 # memcheck finds none in the lab solutions ($OUT gets sanitizer.txt, .json and .md, the
 # page for docs/sanitizer.md). A few minutes.
+# PART=recorder: what recording what a notebook ran costs (benchmarks/recorder_cost.py):
+# the span-cost benchmark and lesson 06, each with and without it, in this one call.
+# The exit status says what went wrong, one bit each: 1 a test failed, 4 a notebook
+# failed, 8 a benchmark missed its stated target (the page says so at its top), 16 another
+# step failed; 2 is a wrong PART. 0: all of it held.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-out}
@@ -43,6 +52,8 @@ OUT=${OUT:-$PWD/gpu-out}
 KEPT_ANSWERS="tests/test_exercises.py tests/test_lab_answers.py tests/test_lab_answers_later.py"
 PART=${PART:-all}
 case "$PART" in
+  owed) ;;
+  recorder) ;;
   nb1) NOTEBOOKS="notebooks/0[0-4]__*.ipynb" ;;
   nb2) NOTEBOOKS="notebooks/0[5-9]__*.ipynb" ;;
   nb3) NOTEBOOKS="solutions/*/*.ipynb" ;;
@@ -51,35 +62,66 @@ case "$PART" in
   t1) TESTS=$KEPT_ANSWERS ;;
   t2) TESTS=$(for f in $KEPT_ANSWERS; do printf -- '--ignore=%s ' "$f"; done) ;;
   all|notebooks|tests|sanitizer) ;;
-  *) echo "PART=$PART: use all, notebooks, tests, sanitizer, nb1 to nb5, t1 or t2 (see the top of this script)" >&2
+  *) echo "PART=$PART: use all, notebooks, tests, owed, recorder, sanitizer, nb1 to nb5, t1 or t2 (see the top of this script)" >&2
      exit 2 ;;
 esac
 case "$PART" in nb?) PART=notebooks ;; t?) PART=tests ;; esac
 WORK=$(mktemp -d)
 mkdir -p "$OUT"
 if [ -d .whl ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/gpu-site .whl/*.whl || exit 1
+  python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/gpu-site .whl/*.whl || exit 16
   export PYTHONPATH=/tmp/gpu-site
 fi
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" STREAMLAB_DEVICE=gpu PYTHONUNBUFFERED=1
 status=0
+TEST_FAILED=1 NOTEBOOK_FAILED=4 TARGET_MISSED=8 STEP_FAILED=16
+finish() {
+  local why=""
+  [ $((status & TEST_FAILED)) -ne 0 ] && why="$why; a test failed"
+  [ $((status & NOTEBOOK_FAILED)) -ne 0 ] && why="$why; a notebook failed"
+  [ $((status & TARGET_MISSED)) -ne 0 ] && why="$why; a benchmark missed its stated target"
+  [ $((status & STEP_FAILED)) -ne 0 ] && why="$why; another step failed (see its file in \$OUT)"
+  echo "gpu-check: exit status $status${why:+ (${why#; })}"
+  exit "$status"
+}
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; python3 -m streamlab doctor; } \
-  > "$OUT/doctor.txt" 2>&1 || status=1
+  > "$OUT/doctor.txt" 2>&1 || status=$((status | STEP_FAILED))
 if [ "$PART" = sanitizer ]; then
   # compute-sanitizer: the planted errors found, the lab solutions clean (memcheck)
   python3 scripts/sanitize.py --json "$OUT/sanitizer.json" --out "$OUT/sanitizer.md" \
-    > "$OUT/sanitizer.txt" 2>&1 || status=1
+    > "$OUT/sanitizer.txt" 2>&1 || status=$((status | STEP_FAILED))
   cat "$OUT/sanitizer.txt"
-  echo "gpu-check: exit status $status"
-  exit "$status"
+  finish
+fi
+if [ "$PART" = recorder ]; then
+  python3 benchmarks/recorder_cost.py --out "$OUT/recorder-cost.md" --json "$OUT/recorder-cost.json" \
+    > "$OUT/recorder.txt" 2>&1 || status=$((status | STEP_FAILED))
+  cat "$OUT/recorder.txt"
+  finish
+fi
+if [ "$PART" = owed ]; then
+  gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+  NOTEBOOKS=$(python3 scripts/owed.py next --budget "${BUDGET:-480}" --gpus "$gpus") || status=$((status | STEP_FAILED))
+  if [ -z "$NOTEBOOKS" ]; then
+    # no notebook owed: the learner copies' model runs older than their code, if any
+    python3 scripts/model_runs.py --stale > "$OUT/model-runs.txt" 2>&1 || status=$((status | STEP_FAILED))
+    cat "$OUT/model-runs.txt"
+    tar -cf "$OUT/notebooks.tar" notebooks/*.ipynb
+    finish
+  fi
+  echo "owed, run now:" $NOTEBOOKS
+  PART=notebooks
 fi
 if [ "$PART" != tests ]; then
   # the notebooks first, executed in place: the tests then check what will be committed
   # shellcheck disable=SC2086  # NOTEBOOKS and TESTS are lists of paths and globs
   python3 scripts/run_notebooks.py --json "$OUT/notebooks.json" ${NOTEBOOKS_JSON:+--merge "$NOTEBOOKS_JSON"} ${REPEAT:+--repeat "$REPEAT"} ${NOTEBOOKS:-} \
-    > "$OUT/notebooks.txt" 2>&1 || status=1
+    > "$OUT/notebooks.txt" 2>&1 || status=$((status | NOTEBOOK_FAILED))
   cat "$OUT/notebooks.txt"
-  tar -cf "$OUT/notebooks.tar" notebooks/*.ipynb solutions/*/*.ipynb
+  # what is still owed, each notebook's banner and the README's marks, after this run
+  python3 scripts/owed.py > "$OUT/owed.txt" 2>&1 || status=$((status | STEP_FAILED))
+  cat "$OUT/owed.txt"
+  tar -cf "$OUT/notebooks.tar" notebooks/*.ipynb solutions/*/*.ipynb docs/runs/owed.json README.md
 fi
 if [ "$PART" != notebooks ]; then
   # the tests (the notebooks and solutions ran; nbval's simulator run is CI's job).
@@ -88,15 +130,16 @@ if [ "$PART" != notebooks ]; then
   # that crashes the process (a segfault in a driver library) fails alone: xdist restarts
   # the worker and the run goes on to write its results
   STREAMLAB_RESULTS="$WORK/tests.json" python3 -m pytest -m "gpu or not gpu" -v -rs -n 1 \
-    --ignore-glob='notebooks/*' --ignore-glob='solutions/*' --junitxml="$WORK/junit.xml" ${TESTS:-} > "$OUT/pytest.txt" 2>&1 || status=1
+    --ignore-glob='notebooks/*' --ignore-glob='solutions/*' --junitxml="$WORK/junit.xml" ${TESTS:-} > "$OUT/pytest.txt" 2>&1 || status=$((status | TEST_FAILED))
   tail -1 "$OUT/pytest.txt"
   cp "$WORK/junit.xml" "$OUT/junit.xml"
   [ -f "$WORK/tests.json" ] && cp "$WORK/tests.json" "$OUT/tests.json"
-  python3 benchmarks/span_overhead.py --json "$WORK/bench.json" > "$OUT/bench.txt" 2>&1 || status=1
+  python3 benchmarks/span_overhead.py --json "$WORK/bench.json" > "$OUT/bench.txt" 2>&1
+  case $? in 0) ;; 3) status=$((status | TARGET_MISSED)) ;; *) status=$((status | STEP_FAILED)) ;; esac
   # kept, so that the page can be rebuilt off the GPU machine with scripts/gpu_results.py
   [ -f "$WORK/bench.json" ] && cp "$WORK/bench.json" "$OUT/bench.json"
   # the model GPU's predictions against this GPU (a table in the page)
-  python3 scripts/model_vs_gpu.py --json "$OUT/model.json" > "$OUT/model.txt" 2>&1 || status=1
+  python3 scripts/model_vs_gpu.py --json "$OUT/model.json" > "$OUT/model.txt" 2>&1 || status=$((status | STEP_FAILED))
   cat "$OUT/model.txt"
   # an earlier tests part (EARLIER=folder with its junit.xml and tests.json): one page
   junits="$WORK/junit.xml" figures="$WORK/tests.json"
@@ -113,7 +156,6 @@ if [ "$PART" != notebooks ]; then
     --bench "$WORK/bench.json" --junit $junits \
     ${nb_json:+$( [ -f "$nb_json" ] && echo --notebooks "$nb_json")} \
     $( [ -f "$OUT/model.json" ] && echo --model "$OUT/model.json") \
-    --record "$OUT/record.json" --out "$OUT/gpu-results.md" || status=1
+    --record "$OUT/record.json" --out "$OUT/gpu-results.md" || status=$((status | STEP_FAILED))
 fi
-echo "gpu-check: exit status $status"
-exit "$status"
+finish

@@ -337,6 +337,14 @@ def class_section(runs) -> list[str]:
     return lines
 
 
+def targets_missed(records) -> list[str]:
+    """Each stated target a benchmark of a run did not meet (a bench row named
+    ``target: ...`` whose value is 0), with the run's label."""
+    return [f"{row['name'][len('target: '):]} (benchmarks/span_overhead.py, {label(r)})"
+            for r in records for row in r.get("bench") or ()
+            if str(row.get("name", "")).startswith("target:") and not row.get("value")]
+
+
 def page(records, class_runs=()) -> str:
     if not records:
         raise RecordError("no records: pass at least one (--from-records), written on a GPU "
@@ -352,9 +360,11 @@ def page(records, class_runs=()) -> str:
         "the same run measured. [gpu-compare.md](gpu-compare.md) has every kept notebook",
         "run side by side.",
         "",
-        "## The runs",
-        "",
     ]
+    missed = targets_missed(records)
+    if missed:
+        lines += [f"**Not met:** {m}" for m in missed] + [""]
+    lines += ["## The runs", ""]
     lines += runs_table(records)
     lines += ["", "## The streamlab package", "",
               "### Timeline accuracy, concurrency, host functions (tests/test_gpu.py)", ""]

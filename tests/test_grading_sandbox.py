@@ -533,6 +533,7 @@ def test_no_module_level_setting_of_streamlab_changes_while_a_part_runs():
 _QUEUED_WHEN_LOOKED = '''
 import os, threading
 os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+os.environ["STREAMLAB_DEVICE"] = "sim"   # (a GPU run of the tests sets it to gpu)
 import streamlab
 from numba import cuda
 from streamlab.grading._child import Guard

@@ -44,7 +44,8 @@ def _run_on_simulator(source, tmp_path):
     path = tmp_path / "p.py"
     path.write_text(source)
     return subprocess.run([sys.executable, str(path)], capture_output=True, text=True,
-                          timeout=120, env=dict(os.environ, NUMBA_ENABLE_CUDASIM="1"))
+                          timeout=120, env=dict(os.environ, NUMBA_ENABLE_CUDASIM="1",
+                                                STREAMLAB_DEVICE="sim"))
 
 
 def test_the_planted_out_of_bounds_write_is_one_and_its_twin_is_not(tmp_path):
@@ -121,6 +122,7 @@ def test_a_lab_whose_cells_did_not_run_is_not_called_clean(monkeypatch, tmp_path
     # a fixed twin that stops before its end (on the simulator here): memcheck's, as it
     # is (ok: the control), then stopped before its last line (not ok)
     monkeypatch.setenv("NUMBA_ENABLE_CUDASIM", "1")
+    monkeypatch.setenv("STREAMLAB_DEVICE", "sim")  # (a GPU run of the tests sets it to gpu)
     monkeypatch.setattr(sanitize, "UNSEEN", {})
     what, source, lines = sanitize.PLANTED["memcheck"]
 

@@ -1,0 +1,102 @@
+"""scripts/gpu-check.sh says no when it should (issue 53): a failed test, a failed notebook
+and a benchmark that missed its stated target each give an exit status of their own, and a
+missed target is said at the top of the results page. Run here with stand-ins for python3
+and nvidia-smi that fail the step asked of them."""
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+_PYTHON = """#!/bin/bash
+case "$*" in
+  *"-m pytest"*) exit ${FAKE_PYTEST:-0} ;;
+  *run_notebooks.py*) exit ${FAKE_NOTEBOOKS:-0} ;;
+  *span_overhead.py*) exit ${FAKE_BENCH:-0} ;;
+  *) exit 0 ;;
+esac
+"""
+
+
+@pytest.fixture
+def gpu_check(tmp_path):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, text in (("python3", _PYTHON), ("nvidia-smi", "#!/bin/bash\necho GPU 0\n")):
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+
+    def run(part, **fake):
+        env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}", PART=part,
+                   OUT=str(tmp_path / "out"), NOTEBOOKS="notebooks/none.ipynb",
+                   **{f"FAKE_{k.upper()}": str(v) for k, v in fake.items()})
+        env.pop("PYTHONPATH", None)
+        done = subprocess.run(["bash", str(ROOT / "scripts" / "gpu-check.sh")], cwd=tmp_path,
+                              env=env, capture_output=True, text=True, timeout=120)
+        return done.returncode, done.stdout + done.stderr
+
+    return run
+
+
+def test_each_failure_has_an_exit_status_of_its_own(gpu_check):
+    assert gpu_check("tests")[0] == 0
+    code, said = gpu_check("tests", pytest=1)
+    assert code == 1 and "a test failed" in said, said
+    code, said = gpu_check("notebooks", notebooks=1)
+    assert code == 4 and "a notebook failed" in said, said
+    code, said = gpu_check("tests", bench=3)
+    assert code == 8 and "missed its stated target" in said, said
+    code, said = gpu_check("tests", pytest=1, bench=3)
+    assert code == 9 and "a test failed; a benchmark missed" in said, said
+    code, said = gpu_check("tests", bench=1)
+    assert code == 16 and "another step failed" in said, said
+    code, said = gpu_check("no-such-part")
+    assert code == 2 and "PART=no-such-part" in said, said
+
+
+def test_a_missed_target_is_said_at_the_top_of_the_results_page():
+    import sys
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import gpu_results
+
+    record = {"gpu": "NVIDIA test", "visible": 1, "date": "2026-11-27 10:00 UTC",
+              "driver": "580", "versions": {}, "tests": {"tests": 1, "passed": 1,
+                                                        "failures": 0, "errors": 0,
+                                                        "skipped": 0},
+              "skipped": [], "failed": [], "figures": [], "model": None, "notebooks": None,
+              "bench": [{"test": "b", "name": "host: one timeline span (2 events)",
+                         "value": 20.0, "unit": "us", "note": ""},
+                        {"test": "b", "name": "target: a span at most 12 us and 1.6 x two "
+                                              "records", "value": 0.0, "unit": "met", "note": ""}]}
+    top = gpu_results.page([record]).split("## The runs")[0]
+    assert "**Not met:** a span at most 12 us and 1.6 x two records" in top, top
+    record["bench"][1]["value"] = 1.0
+    assert "Not met" not in gpu_results.page([record])
+
+
+def test_a_test_that_asks_for_the_simulator_in_a_child_says_so_to_streamlab_too():
+    """A GPU run of the tests exports STREAMLAB_DEVICE=gpu (scripts/gpu-check.sh), which every
+    child process inherits: a child that sets NUMBA_ENABLE_CUDASIM=1 and imports streamlab
+    then fails (STREAMLAB_DEVICE=gpu and the simulator both asked for), on a GPU alone. So
+    every test, or code for a child, that sets NUMBA_ENABLE_CUDASIM=1 names STREAMLAB_DEVICE
+    too (tests/test_mode.py tests the choice itself, and is left out)."""
+    import ast
+    import re
+
+    found = []
+    for path in sorted((ROOT / "tests").glob("*.py")):
+        if path.name == "test_mode.py":
+            continue
+        source = path.read_text()
+        for node in ast.parse(source).body:
+            if not isinstance(node, (ast.FunctionDef, ast.Assign, ast.ClassDef)):
+                continue
+            text = ast.get_source_segment(source, node) or ""
+            if re.search(r"NUMBA_ENABLE_CUDASIM\W{0,6}\s*(=|,)?\s*\W{0,3}1", text) and \
+                    "STREAMLAB_DEVICE" not in text:
+                found.append(f"{path.name}:{node.lineno}")
+    assert not found, f"NUMBA_ENABLE_CUDASIM=1 without STREAMLAB_DEVICE=sim: {found}"
