@@ -37,6 +37,8 @@ TAG = "owed-gpu-run"
 #: the README's marks beside an owed notebook's link (:func:`mark`)
 MARK_RE = re.compile(r" \*\((?:outputs from a GPU run of [^)]*, older than its code|no GPU run "
                      r"of its code is kept): a new run is owed\)\*")
+#: the date of a run that neither its stamp nor git can give
+UNDATED = "an earlier day"
 #: what changed, for a notebook whose stamp cannot say
 NO_RECORD = "no record of its GPU run"
 #: seconds a notebook is assumed to take on a GPU when no run of it says
@@ -98,7 +100,7 @@ def run_date(path: Path, nb: dict) -> str:
                              capture_output=True, text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         out = ""
-    return f"{out} or before" if out else "an earlier day"
+    return f"{out} or before" if out else UNDATED
 
 
 def head() -> str:
@@ -131,9 +133,12 @@ def ledger_now(stale: dict[str, list[str]]) -> list[dict]:
     out = []
     for name, moved in stale.items():
         path = ROOT / name
-        out.append({"notebook": name, "outputs_from": run_date(path, read(path)),
-                    "after_commit": kept.get(name, {}).get("after_commit", base),
-                    "changed": moved})
+        before = kept.get(name, {})
+        when = run_date(path, read(path))
+        if when == UNDATED and before.get("outputs_from"):  # (no git here: a GPU machine)
+            when = before["outputs_from"]
+        out.append({"notebook": name, "outputs_from": when,
+                    "after_commit": before.get("after_commit", base), "changed": moved})
     return out
 
 

@@ -122,3 +122,28 @@ def test_a_rewritten_record_of_the_loops_turns_is_refused():
     if verdict == "None":
         raise KnownHole("the rewritten record passed")
     assert "CheckFailed" in verdict, verdict
+
+
+def test_an_answer_that_queues_no_host_function_is_judged_without_waiting(monkeypatch):
+    """Lab 05 part 1 waits for the host functions it saw queued; with none queued nothing
+    is left to come, so it judges at once. It once waited its whole 10 s for each such
+    answer, and a class graded with a 10 s limit per part cut it short: the part still
+    scored 0, but with "did not finish" in place of what was wrong."""
+    import streamlab
+    from numba import cuda
+    from streamlab.check import CheckFailed
+    from streamlab.labs import lab05
+
+    def nothing_in_the_stream(d_chunks, h_outs, stream, results):
+        for d, h in zip(d_chunks, h_outs):
+            d.copy_to_host(h, stream=stream)
+
+    class NoWait:  # lab 05's own `time`: its sleep is the check's wait
+        @staticmethod
+        def sleep(_seconds):
+            raise AssertionError("the check waited, with no host function queued")
+
+    monkeypatch.setattr(lab05, "time", NoWait)
+    assert streamlab.on_simulator() or cuda.is_available()
+    with pytest.raises(CheckFailed, match="host functions in the stream"):
+        lab05.check_part1(nothing_in_the_stream)

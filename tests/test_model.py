@@ -411,3 +411,117 @@ def test_a_one_block_grid_over_small_data_grows_with_it(gpu_sized):
     # once: the best of three. As one block of 256 threads it would take about 1 ms.
     ms = min(once() for _ in range(3))
     assert ms < 0.3, ms
+
+
+def _waiting_for_a_cpu(monkeypatch):
+    """A stand-in for the thread's wait for a CPU (streamlab.ops.run_delay) that grows
+    only when told: a test can say "this thread waited 50 ms for another process"."""
+    from streamlab import ops
+
+    waited = {"s": 0.0, "thread": threading.get_ident()}
+
+    def run_delay():
+        return waited["s"] if threading.get_ident() == waited["thread"] else 0.0
+
+    monkeypatch.setattr(ops, "run_delay", run_delay)
+    return waited
+
+
+def test_time_another_process_had_the_cpu_is_not_the_hosts_work(monkeypatch):
+    """Between two calls the host's clock on the model moves by the host's own work: a
+    sleep counts (the program chose to wait), time the operating system gave another
+    process does not (a machine busy with other work made lesson 09's loop look
+    host-bound on the simulator, and failed its claim in CI)."""
+    waited = _waiting_for_a_cpu(monkeypatch)
+    s = cuda.stream()
+    streamlab.spin[1, 1, s](0)
+    t0 = streamlab.now()
+    time.sleep(0.05)                 # the program's own 50 ms: counted
+    streamlab.spin[1, 1, s](0)
+    slept = streamlab.now() - t0
+    time.sleep(0.05)
+    waited["s"] += 0.05              # the same 50 ms, spent waiting for a CPU: not counted
+    streamlab.spin[1, 1, s](0)
+    preempted = streamlab.now() - t0 - slept
+    s.synchronize()
+    assert slept >= 0.05, slept
+    assert preempted < 0.01, preempted
+
+
+def test_a_host_function_waiting_for_a_cpu_holds_its_stream_only_for_its_work(monkeypatch):
+    """A host function's length on the model is its body's time less its thread's wait
+    for a CPU (lesson 05's 20 ms host function measured 28 ms on a busy machine)."""
+    from streamlab import hostfn, ops
+
+    in_body = threading.local()
+
+    def run_delay():  # the driver's thread: 30 ms of its 40 ms body spent waiting
+        return 0.03 if getattr(in_body, "waited", False) else 0.0
+
+    monkeypatch.setattr(ops, "run_delay", run_delay)
+    monkeypatch.setattr(hostfn, "run_delay", run_delay)
+
+    def body():
+        time.sleep(0.04)
+        in_body.waited = True
+
+    s = cuda.stream()
+    call = streamlab.launch_host_func(s, body)
+    s.synchronize()
+    call.wait()
+    assert 0.005 < call.work_s < 0.025, call.work_s       # about 40 - 30 ms
+    # on the simulator its times are the model's: its stream was held for its work
+    assert call.ended_s - call.started_s < 0.025, (call.started_s, call.ended_s)
+
+
+def test_reading_a_threads_wait_for_a_cpu_leaves_no_file_open():
+    """ops.run_delay keeps a file of each thread's own open while the thread lives: the
+    simulator starts threads by the thousand, and each left one open once (the process
+    ran out of file descriptors)."""
+    import os
+
+    from streamlab import ops
+
+    def count():
+        return len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else 0
+
+    before = count()
+    for _ in range(200):
+        t = threading.Thread(target=ops.run_delay)
+        t.start()
+        t.join()
+    assert count() <= before + 2, (before, count())
+
+
+def _span_on_the_model(waited, wait_s):
+    """Launch; wait ``wait_s`` for a CPU (told to the stand-in); a 10 ms host span; launch:
+    the span's ends on the model's clock, and the model times of the two launches."""
+    from streamlab import model as model_module
+
+    m = model_module.simulator_model()
+    thread = threading.current_thread().name
+    s = cuda.stream()
+    streamlab.spin[1, 1, s](0)
+    first = streamlab.now()
+    time.sleep(wait_s)
+    waited["s"] += wait_s
+    a = time.perf_counter()
+    time.sleep(0.01)
+    b = time.perf_counter()
+    streamlab.spin[1, 1, s](0)
+    second = streamlab.now()
+    s.synchronize()
+    return m.to_model(thread, a), m.to_model(thread, b), first, second
+
+
+def test_a_host_span_after_a_wait_for_a_cpu_keeps_its_place_and_a_width(monkeypatch):
+    """Timeline.host() maps its ends with ModelGPU.to_model: after a wait for a CPU that
+    the model leaves out, the span still lies between the calls around it, with a width
+    (a first version clamped both ends to one point); with no wait, nothing changes."""
+    waited = _waiting_for_a_cpu(monkeypatch)
+    a, b, first, second = _span_on_the_model(waited, 0.05)
+    assert first <= a < b <= second + 1e-9, (first, a, b, second)
+    assert 0 < b - a <= 0.0101, b - a
+    a, b, first, second = _span_on_the_model(waited, 0.0)
+    assert abs((b - a) - 0.01) < 0.002, b - a
+    assert first <= a < b <= second + 1e-9, (first, a, b, second)

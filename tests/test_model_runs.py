@@ -90,6 +90,21 @@ def test_a_lesson_without_a_kept_model_run_reveals_the_gpu_run_alone(tmp_path):
     with redirect_stdout(shown):
         workspace.reveal(3, "00__x", view["cells"][1]["id"], folder=tmp_path)
     assert "GPU: 1.00 ms" in shown.getvalue() and "simulator" not in shown.getvalue()
+    assert "No GPU run" not in shown.getvalue()
+
+
+def test_a_lesson_owed_its_gpu_run_says_so_in_the_reveal(tmp_path):
+    """A learner copy whose code changed has no GPU outputs until its run is paid
+    (scripts/owed.py lists it): the reveal says that no GPU run is kept, then the model's."""
+    lesson = _lesson()
+    lesson["cells"][1]["outputs"] = []
+    view = workspace.learner_view(lesson, "00__x")
+    (tmp_path / "00__x.ipynb").write_text(json.dumps(view))
+    shown = io.StringIO()
+    with redirect_stdout(shown):
+        workspace.reveal(3, "00__x", view["cells"][1]["id"], folder=tmp_path)
+    text = shown.getvalue()
+    assert "No GPU run of these cells is kept" in text and "model: 1.10 ms" in text, text
 
 
 def test_a_prose_change_keeps_the_model_run_and_a_code_change_drops_it(tmp_path, monkeypatch):

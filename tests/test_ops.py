@@ -1,5 +1,6 @@
 """Recording the stream and event operations code issues (any device)."""
 
+import os
 import threading
 
 import numpy as np
@@ -222,3 +223,27 @@ def test_streamlab_loaded_through_a_path_with_dotdot_still_knows_its_own_code():
                        timeout=300, env={**__import__("os").environ, "STREAMLAB_DEVICE": "sim",
                                          "STREAMLAB_QUIET": "1"})
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stdout + r.stderr
+
+
+def test_streamlab_loaded_through_a_path_with_dots_is_still_the_librarys_code(tmp_path):
+    """A script that puts ``scripts/../src`` on sys.path loads streamlab by that path, and
+    its code objects carry it: the recorder must still take streamlab's frames for the
+    library's, never for the learner's (the folder, as an absolute path alone, did not
+    match them: a GPU run of the model's checks named streamlab's own line as the
+    learner's)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    dotted = f"{root / 'scripts'}{os.sep}..{os.sep}src"
+    code = (f"import sys; sys.path.insert(0, {dotted!r})\n"
+            "import streamlab.ops as ops\n"
+            "f = ops.__file__; print('LOADED', f)\n"
+            "print('LIBRARY', f.startswith(ops._library_dirs()))\n")
+    env = dict(os.environ, STREAMLAB_QUIET="1", NUMBA_ENABLE_CUDASIM="1")
+    env.pop("PYTHONPATH", None)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=env, cwd=tmp_path, timeout=120)
+    assert f"LOADED {dotted}" in out.stdout, out.stdout + out.stderr
+    assert "LIBRARY True" in out.stdout, out.stdout + out.stderr

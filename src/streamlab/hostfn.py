@@ -58,7 +58,7 @@ import traceback
 from dataclasses import dataclass, field
 
 from . import _device
-from .ops import emit, internal, observing, running_host_function, timed
+from .ops import emit, internal, observing, run_delay, running_host_function, timed
 from .streams import DriverStream, handle_of
 
 
@@ -87,6 +87,9 @@ class HostCall:
     exception: BaseException | None = None
     started_s: float | None = None
     ended_s: float | None = None
+    #: how long its body ran, less the time its thread waited for a CPU
+    #: (:func:`streamlab.ops.run_delay`): its length on a model GPU
+    work_s: float | None = None
     thread_name: str | None = None
     op_uid: int | None = field(default=None, repr=False)  # its record, when recorded
 
@@ -115,7 +118,7 @@ def _run(call: HostCall, fn, args, kwargs) -> None:
     if call.op_uid is not None:  # what it does comes after its place in the stream
         with internal():
             emit("sync", "host function", detail={"after": call.op_uid})
-    call.started_s = time.perf_counter()
+    call.started_s, waited = time.perf_counter(), run_delay()
     try:
         with running_host_function(call.op_uid):
             call.result = fn(*args, **kwargs)
@@ -126,6 +129,8 @@ def _run(call: HostCall, fn, args, kwargs) -> None:
             raise  # KeyboardInterrupt, SystemExit: the thread that runs it must see them
     finally:
         call.ended_s = time.perf_counter()
+        # its length on the model: less the time its thread waited for a CPU
+        call.work_s = max(0.0, call.ended_s - call.started_s - (run_delay() - waited))
         _on_the_model(call)
         call.done.set()
 
@@ -135,7 +140,7 @@ def _on_the_model(call: HostCall) -> None:
     become the model's (when its stream reached it, on the model's clock)."""
     from .model import hostfn_ran, simulator_model
 
-    hostfn_ran(call.op_uid, call.ended_s - call.started_s)
+    hostfn_ran(call.op_uid, call.work_s)
     model = simulator_model()
     if model is not None and call.op_uid is not None:
         times = model.times(call.op_uid)

@@ -56,6 +56,9 @@ WARP = 32  # threads: a grid above one warp may be sized to the data (see _size)
 BYTES_PER_THREAD = 32  # more touched per thread: a fixed grid looping over the data
 
 
+_END, _START = 0, 1  # the kinds of a host thread's break points (ModelGPU.breaks)
+
+
 class ModelError(RuntimeError):
     """The model cannot answer as asked; the message says what to do."""
 
@@ -189,7 +192,11 @@ class ModelGPU:
         self.lock = threading.RLock()
         self.host: dict[str, float] = {}  # host thread -> model time now (s)
         self.mark: dict[str, float] = {}  # host thread -> real time its clock was last set
-        self.breaks: dict[str, list] = {}  # host thread -> [(real, model)] for mapping
+        # host thread -> its wait for a CPU (ops.run_delay) when its clock was last set
+        self.mark_delay: dict[str, float] = {}
+        # host thread -> [(real, model, END or START)] for mapping: where each wrapped call
+        # ended, and where the next began after a gap the model shortened (see _gap)
+        self.breaks: dict[str, list] = {}
         self.ops: list[MOp] = []  # this epoch's operations (not yet frozen)
         self.by_uid: dict[int, MOp] = {}
         self.last: dict[tuple, MOp] = {}  # stream agent -> its last operation
@@ -200,17 +207,28 @@ class ModelGPU:
         self._feeding = False
 
     # --- the host's clock ----------------------------------------------------------
-    def _thread_clock(self, thread: str, real: float) -> float:
+    def _gap(self, thread: str, real: float, delay: float) -> float:
+        """The host work ``thread`` did from its clock's last setting to ``real``: the
+        time that passed, less the time it waited for a CPU (``delay``, as
+        :func:`streamlab.ops.run_delay` reads it, against its value then): another
+        process's turn on the CPU is not the learner's host work."""
+        waited = delay - self.mark_delay.get(thread, delay)
+        return max(0.0, real - self.mark[thread] - max(0.0, waited))
+
+    def _thread_clock(self, thread: str, real: float, delay: float = 0.0) -> float:
         """Advance ``thread``'s model clock by the host work it did since its last call."""
         if thread not in self.host:  # a thread not seen starting: the main one's offset
             main = threading.main_thread().name
             offset = self.host[main] - self.mark[main] if main in self.host else 0.0
             self.host[thread] = real + offset
-            self.mark[thread] = real
-        gap = real - self.mark[thread]
-        if gap > 0:
+            self.mark[thread], self.mark_delay[thread] = real, delay
+        if real > self.mark[thread]:
+            gap = self._gap(thread, real, delay)
+            if gap < real - self.mark[thread] and thread in self.breaks:
+                # a gap shortened by a wait for a CPU: where the call began, on both clocks
+                self.breaks[thread].append((real, self.host[thread] + gap, _START))
             self.host[thread] += gap
-            self.mark[thread] = real
+            self.mark[thread], self.mark_delay[thread] = real, delay
         return self.host[thread]
 
     def now(self, thread: str | None = None) -> float:
@@ -221,21 +239,27 @@ class ModelGPU:
             # real time is the model's to say (a query must not see time it did not wait)
             mine = thread == threading.current_thread().name
             real = _ops.call_started_at() if mine else time.perf_counter()
+            # (another thread's wait for a CPU cannot be read from here: none taken off)
+            delay = _ops.call_started_delay() if mine else None
             uid = _ops.current_host_function() if mine else None
             m = self.by_uid.get(uid) if uid is not None else None
             if m is not None:  # a host function's body: its own clock starts where the
                 self._end(m)  # model's stream reached it
-                return m.start + max(0.0, real - _ops.host_function_began())
+                waited = max(0.0, delay - _ops.host_function_began_delay())
+                return m.start + max(0.0, real - _ops.host_function_began() - waited)
             if thread not in self.host:
                 return real
-            return self.host[thread] + max(0.0, real - self.mark[thread])
+            if delay is None:
+                return self.host[thread] + max(0.0, real - self.mark[thread])
+            return self.host[thread] + self._gap(thread, real, delay)
 
-    def call_ended(self, thread: str, real: float) -> None:
-        """A wrapped call returned at ``real``: the time it took is the model's to say."""
+    def call_ended(self, thread: str, real: float, delay: float = 0.0) -> None:
+        """A wrapped call returned at ``real`` (the thread's wait for a CPU then:
+        ``delay``): the time it took is the model's to say."""
         with self.lock:
             if thread in self.host:
-                self.mark[thread] = real
-                self.breaks.setdefault(thread, []).append((real, self.host[thread]))
+                self.mark[thread], self.mark_delay[thread] = real, delay
+                self.breaks.setdefault(thread, []).append((real, self.host[thread], _END))
 
     def to_model(self, thread: str, real: float) -> float:
         """A host time read with ``time.perf_counter()`` in ``thread``, on the model's clock."""
@@ -247,7 +271,13 @@ class ModelGPU:
         i = bisect.bisect_right(points, (real, float("inf"))) - 1
         if i < 0:
             return points[0][1] - (points[0][0] - real)
-        r, m = points[i]
+        r, m, _ = points[i]
+        if i + 1 < len(points) and points[i + 1][2] == _START:
+            # between a call's end and the next call's start, a gap the model shortened by
+            # the thread's wait for a CPU: the wait is spread over the gap, so a host span
+            # inside it keeps its share of the gap's model time
+            r1, m1, _ = points[i + 1]
+            return m + (real - r) * (m1 - m) / (r1 - r)
         return m + (real - r)
 
     # --- feeding -------------------------------------------------------------------
@@ -265,10 +295,12 @@ class ModelGPU:
     def _feed(self, op) -> None:
         thread = op.thread
         real = _ops.call_started_at()
-        h = self._thread_clock(thread, real)
+        h = self._thread_clock(thread, real, _ops.call_started_delay())
         if op.kind == "sync" and op.name == "thread start":
             child = op.detail["child"]
             self.host[child], self.mark[child] = h, real
+            # (its own wait for a CPU is read in it, from its first call on)
+            self.mark_delay.pop(child, None)
             return
         if op.kind == "sync" and op.name == "thread join":
             child = self.host.get(op.detail["child"])

@@ -678,7 +678,7 @@ def timed(fn):
             return fn(*args, **kwargs)
         depth = getattr(_tls, "depth", 0)
         if depth == 0:
-            _tls.began = time.perf_counter()
+            _tls.began, _tls.began_delay = time.perf_counter(), run_delay()
         _tls.depth = depth + 1
         try:
             return fn(*args, **kwargs)
@@ -686,8 +686,9 @@ def timed(fn):
             _tls.depth = depth
             if depth == 0:
                 ended, name = time.perf_counter(), threading.current_thread().name
+                delay = run_delay()
                 for model in list(_models):
-                    model.call_ended(name, ended)
+                    model.call_ended(name, ended, delay)
 
     call.__streamlab_timed__ = True
     return call
@@ -700,6 +701,55 @@ def call_started_at() -> float:
     if getattr(_tls, "depth", 0) > 0:
         return _tls.began
     return time.perf_counter()
+
+
+def call_started_delay() -> float:
+    """:func:`run_delay` when the wrapped call now running in this thread began (now,
+    outside one)."""
+    if getattr(_tls, "depth", 0) > 0:
+        return _tls.began_delay
+    return run_delay()
+
+
+def run_delay() -> float:
+    """Seconds this thread has spent ready to run but waiting for a CPU, since it began:
+    time the operating system gave to other processes. The model GPU takes it off the
+    host's own work between calls, so that a busy machine (other programs, a test run
+    beside the notebook) does not slow the modelled host down. Linux says it (the second
+    field of ``/proc/thread-self/schedstat``); elsewhere this is 0 and nothing is taken
+    off."""
+    held = getattr(_tls, "schedstat", None)
+    if held is None:
+        held = _tls.schedstat = _ThreadFile("/proc/thread-self/schedstat")
+    if held.fd < 0:
+        return 0.0
+    try:
+        return int(os.pread(held.fd, 128, 0).split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+class _ThreadFile:
+    """A file of one thread's own, open while the thread lives: kept in the thread's
+    local storage, which Python drops when the thread ends, and closed then (the
+    simulator starts a thread for each kernel's blocks: a file left open by each ran the
+    process out of file descriptors)."""
+
+    __slots__ = ("fd",)
+
+    def __init__(self, path: str):
+        try:
+            self.fd = os.open(path, os.O_RDONLY)
+        except OSError:
+            self.fd = -1
+
+    def __del__(self):
+        if self.fd >= 0:
+            try:
+                os.close(self.fd)
+            except (OSError, TypeError):  # (TypeError: at exit, os may be gone)
+                pass
+            self.fd = -1
 
 
 #: streamlab's own folder: only code there may mark its operations as streamlab's. As it
@@ -745,12 +795,14 @@ def running_host_function(uid: int | None):
     take its place in its stream, before everything issued to the stream after it."""
     import time
 
-    before = getattr(_tls, "hostfn", None), getattr(_tls, "hostfn_began", None)
-    _tls.hostfn, _tls.hostfn_began = uid, time.perf_counter()
+    before = (getattr(_tls, "hostfn", None), getattr(_tls, "hostfn_began", None),
+              getattr(_tls, "hostfn_began_delay", None))
+    _tls.hostfn, _tls.hostfn_began, _tls.hostfn_began_delay = \
+        uid, time.perf_counter(), run_delay()
     try:
         yield
     finally:
-        _tls.hostfn, _tls.hostfn_began = before
+        _tls.hostfn, _tls.hostfn_began, _tls.hostfn_began_delay = before
 
 
 def current_host_function() -> int | None:
@@ -777,7 +829,12 @@ def host_function_began() -> float | None:
         else None
 
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
+def host_function_began_delay() -> float:
+    """:func:`run_delay` when the body of :func:`current_host_function` began."""
+    began = getattr(_tls, "hostfn_began_delay", None)
+    return began if began is not None and current_host_function() is not None else 0.0
+
+
 _skip_dirs: list[str] = []  # filled once, in place
 
 
@@ -787,8 +844,11 @@ def _library_dirs() -> tuple[str, ...]:
     if not _skip_dirs:
         import importlib.util
 
-        dirs = [_HERE, os.path.dirname(contextlib.__file__),
-                os.path.dirname(threading.__file__)]
+        # streamlab's folder both as loaded and as an absolute path: code objects carry
+        # the path as loaded ("scripts/../src/streamlab" when a script put that on
+        # sys.path), and a frame of streamlab's must never be taken for the learner's
+        dirs = [p.rstrip(os.sep) for p in _PACKAGE] + [
+            os.path.dirname(contextlib.__file__), os.path.dirname(threading.__file__)]
         for name in ("numba", "numba.cuda", "cuda.bindings", "cuda.core"):
             try:
                 spec = importlib.util.find_spec(name)
@@ -1370,11 +1430,16 @@ def _queue_receive(get):
 def _queue_empty(empty):
     @functools.wraps(empty)
     def looks_empty(self):
-        if not (observing() and "_streamlab_after" in self.__dict__):
+        if not observing():
             return empty(self)
+        # Whether a put has noted a hand-over is looked at under the queue's lock, with
+        # the size: looked at before it, a put could note its first hand-over and add its
+        # item in between, and an empty() that found the item would take no note of it
+        # (seen once on an H100: a learner's Queue.empty() poll reported as a race)
         with self.mutex:  # (as Queue.empty does, taking the notes under the same lock)
             out = not self._qsize()
-            _handing.uids = None if out else list(self.__dict__["_streamlab_after"])
+            after = self.__dict__.get("_streamlab_after")
+            _handing.uids = None if out or not after else list(after)
         _receive_taken()
         return out
     return looks_empty

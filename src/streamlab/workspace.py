@@ -281,6 +281,10 @@ def reveal(guess, notebook: str, cell: str, folder: Path | None = None) -> None:
         if run["outputs"]:
             print(f"\nThe course's GPU run of the cell beginning `{run['source']}`:")
             _show(run["outputs"])
+    if not any(run["outputs"] for run in shown):
+        print("\nNo GPU run of these cells is kept: the code of this lesson changed after "
+              "its last one, and a new run is owed (the note under the lesson's title says "
+              "so).")
     predicted = [run for run in shown if run.get("model")]
     if predicted:
         print(f"\nThe same cells on Numba's simulator, where streamlab replays what they "

@@ -145,9 +145,11 @@ def check_part1(post_process_in_order, *, count=6, seed=None):
 
 
 def _all_ran(ops) -> bool:
-    """Has every host function recorded in ``ops`` run (or failed)?"""
+    """Has every host function recorded in ``ops`` run (or failed)? With none recorded,
+    nothing is left to come: the check need not wait (it once waited its whole 10 s for
+    an answer that queued none, and a grader's time limit cut it short)."""
     calls = [hostfn.call_of(op.uid) for op in ops.host_functions()]
-    return bool(calls) and all(c is None or c.done.is_set() for c in calls)
+    return all(c is None or c.done.is_set() for c in calls)
 
 
 def _none_freed(posts) -> None:
