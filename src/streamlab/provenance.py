@@ -255,6 +255,7 @@ class Recorder:
                 self.listed.add(os.fsdecode(name))
 
     def start(self) -> "Recorder":
+        """Record from now on (an audit hook, then coverage.py); this recorder."""
         self.on = True
         sys.addaudithook(self._audit)  # (an audit hook cannot be taken out: it goes quiet)
         self.coverage.start()
@@ -304,7 +305,10 @@ def ran_of(records, root: Path | None = None) -> dict:
         ran[rel] = {name: prints[name] for name in sorted(scope_of_lines(source, numbers))}
     data = {rel: _file_hash(root / rel) for rel in sorted(opened)
             if not rel.endswith((".py", ".pyc")) and (root / rel).is_file()}
-    folders = {rel: _data_files(root / rel) for rel in sorted(listed) if (root / rel).is_dir()}
+    # a folder listed for its data files (the model's profiles), not one that importing a
+    # module lists: only a listing that holds data files is kept
+    folders = {rel: names for rel in sorted(listed) if (root / rel).is_dir()
+               and (names := _data_files(root / rel))}
     return {"ran": ran, "data": data, "listed": folders}
 
 
