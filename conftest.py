@@ -35,13 +35,12 @@ collect_ignore = [] if importlib.util.find_spec("nbgrader") else [
 
 
 # Notebooks whose committed outputs are owed a GPU run: the code they ran changed after it
-# (docs/runs/owed.json, written by scripts/owed.py; tests/test_owed.py holds it to the code).
+# (docs/owed.json, written by scripts/owed.py; tests/test_owed.py holds it to the code).
 # The tests below read a GPU run's outputs: for an owed notebook a failure is excused (its
 # outputs are an older code's, and say so), a pass is not needed. A notebook whose outputs
 # were cleared (a learner copy whose code changed) has none to read.
 def _owed() -> dict[str, str]:
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "docs", "runs",
-                        "owed.json")
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "docs", "owed.json")
     try:
         with open(path) as f:
             entries = json.load(f)["owed"]
@@ -105,7 +104,7 @@ def pytest_collection_modifyitems(config, items):
         why = _awaiting(item)
         if why:
             item.add_marker(pytest.mark.xfail(strict=False, reason=f"owed a GPU run "
-                                              f"(docs/runs/owed.json): {why} changed"))
+                                              f"(docs/owed.json): {why} changed"))
 
 
 @pytest.fixture

@@ -31,7 +31,7 @@
 # $OUT NOTEBOOKS_JSON=the notebooks' JSON (every other test, and the page from both). How
 # many tests and notebooks each part ran, and how long it took, on the last whole pass:
 # docs/gpu-check-parts.md (written by scripts/gpu_parts.py from that pass's files).
-# PART=owed: only what is owed (docs/runs/owed.json, scripts/owed.py): the owed notebooks
+# PART=owed: only what is owed (docs/owed.json, scripts/owed.py): the owed notebooks
 # that fit BUDGET seconds (default 480), lessons' solved copies first, then their learner
 # copies, then the lab solutions (lesson 09 only where two GPUs are visible); then, once no
 # notebook is owed, the learner copies' model runs that are older than their code
@@ -121,7 +121,7 @@ if [ "$PART" != tests ]; then
   # what is still owed, each notebook's banner and the README's marks, after this run
   python3 scripts/owed.py > "$OUT/owed.txt" 2>&1 || status=$((status | STEP_FAILED))
   cat "$OUT/owed.txt"
-  tar -cf "$OUT/notebooks.tar" notebooks/*.ipynb solutions/*/*.ipynb docs/runs/owed.json README.md
+  tar -cf "$OUT/notebooks.tar" notebooks/*.ipynb solutions/*/*.ipynb docs/owed.json README.md
 fi
 if [ "$PART" != notebooks ]; then
   # the tests (the notebooks and solutions ran; nbval's simulator run is CI's job).
@@ -131,7 +131,7 @@ if [ "$PART" != notebooks ]; then
   # the worker and the run goes on to write its results
   STREAMLAB_RESULTS="$WORK/tests.json" python3 -m pytest -m "gpu or not gpu" -v -rs -n 1 \
     --ignore-glob='notebooks/*' --ignore-glob='solutions/*' --junitxml="$WORK/junit.xml" ${TESTS:-} > "$OUT/pytest.txt" 2>&1 || status=$((status | TEST_FAILED))
-  tail -1 "$OUT/pytest.txt"
+  grep -E "^=+ .*(passed|failed|error|no tests)" "$OUT/pytest.txt" | tail -1
   cp "$WORK/junit.xml" "$OUT/junit.xml"
   [ -f "$WORK/tests.json" ] && cp "$WORK/tests.json" "$OUT/tests.json"
   python3 benchmarks/span_overhead.py --json "$WORK/bench.json" > "$OUT/bench.txt" 2>&1

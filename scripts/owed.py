@@ -9,7 +9,7 @@
 
 A change to the code lands without a GPU run: each notebook it makes stale (by what the
 notebook's GPU run ran, ``streamlab.provenance``: a function, a module body, a data file
-or its own code cells) is listed in ``docs/runs/owed.json`` with the commit after which the
+or its own code cells) is listed in ``docs/owed.json`` with the commit after which the
 code changed and what changed, and says so to its reader. A banner cell (tagged
 ``owed-gpu-run``) under the notebook's title, and a mark beside its link in the README's
 tables, give the date of the GPU run its outputs come from. ``tests/test_owed.py`` fails
@@ -30,7 +30,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "src" / "streamlab"
-LEDGER = ROOT / "docs" / "runs" / "owed.json"
+LEDGER = ROOT / "docs" / "owed.json"
 README = ROOT / "README.md"
 RUNS = ROOT / "docs" / "runs"
 TAG = "owed-gpu-run"

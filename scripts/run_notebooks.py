@@ -279,6 +279,11 @@ def main() -> int:
     if not paths:
         print("no notebooks to run", file=sys.stderr)
         return 1
+    if sys.version_info < (3, 12):
+        print("run_notebooks: this Python has no sys.monitoring, so recording what each "
+              "notebook runs uses coverage.py's tracer, which slows Python code about 2.6 "
+              "times (measured here): a claim about host time may fail. Run GPU notebooks "
+              "with Python 3.12 or later.", file=sys.stderr)
     results = json.loads(a.merge.read_text()) if a.merge and a.merge.exists() else {}
     if a.repeat < 1:
         print(f"--repeat {a.repeat}: give the number of runs, 1 or more", file=sys.stderr)

@@ -241,7 +241,8 @@ def test_streamlab_loaded_through_a_path_with_dots_is_still_the_librarys_code(tm
             "import streamlab.ops as ops\n"
             "f = ops.__file__; print('LOADED', f)\n"
             "print('LIBRARY', f.startswith(ops._library_dirs()))\n")
-    env = dict(os.environ, STREAMLAB_QUIET="1", NUMBA_ENABLE_CUDASIM="1")
+    env = dict(os.environ, STREAMLAB_QUIET="1", NUMBA_ENABLE_CUDASIM="1",
+               STREAMLAB_DEVICE="sim")  # (a GPU run of the tests exports STREAMLAB_DEVICE=gpu)
     env.pop("PYTHONPATH", None)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env=env, cwd=tmp_path, timeout=120)

@@ -3,7 +3,7 @@ each GPU run records what it ran of the package (each function and module body, 
 kernel and in the processes it started, with the data files it read) and stamps the
 notebook with a fingerprint of each (streamlab.provenance); a notebook is stale once one of
 them, or its own code cells, has moved on since, and must then be run again on a GPU or be
-listed as owed a run (docs/runs/owed.json)."""
+listed as owed a run (docs/owed.json)."""
 
 import copy
 import os
@@ -22,7 +22,7 @@ EXECUTED = sorted((ROOT / "notebooks").glob("[0-9][0-9]__*.ipynb")) + \
 @pytest.mark.parametrize("path", EXECUTED, ids=lambda p: p.stem[:24])
 def test_committed_outputs_are_not_older_than_the_code_they_ran_or_are_owed_a_run(path):
     """A notebook's outputs are the GPU run of the code it runs now, or the notebook is
-    listed in the ledger of owed runs (docs/runs/owed.json, scripts/owed.py), which its
+    listed in the ledger of owed runs (docs/owed.json, scripts/owed.py), which its
     banner and the README say to its reader (tests/test_owed.py)."""
     from conftest import OWED
 
@@ -328,8 +328,8 @@ def test_the_recorder_sees_what_a_process_and_its_children_ran(tmp_path):
     folder.mkdir()
     env = dict(os.environ, STREAMLAB_QUIET="1", STREAMLAB_DEVICE="sim",
                NUMBA_ENABLE_CUDASIM="1", STREAMLAB_RAN_DIR=str(folder),
-               PYTHONPATH=os.pathsep.join([str(ROOT / "scripts" / "ran_site"),
-                                           str(ROOT / "src")]))
+               PYTHONPATH=os.pathsep.join([str(ROOT / "scripts" / "ran_site"), str(ROOT / "src")]
+                                          + [p for p in [os.environ.get("PYTHONPATH")] if p]))
     env.pop("STREAMLAB_RACE_CHECK", None)
     run = subprocess.run([sys.executable, "-c", _PARENT], capture_output=True, text=True,
                          env=env, timeout=300, cwd=tmp_path)
@@ -361,7 +361,8 @@ def test_a_notebook_run_is_stamped_with_what_it_ran(tmp_path):
     path = tmp_path / "tiny.ipynb"
     nbformat.write(nb, path)
     env = dict(os.environ, STREAMLAB_QUIET="1", STREAMLAB_DEVICE="sim",
-               NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=str(ROOT / "src"))
+               NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=os.pathsep.join(
+                   [str(ROOT / "src")] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
     env.pop("STREAMLAB_RACE_CHECK", None)
     run = subprocess.run([sys.executable, str(ROOT / "scripts" / "run_notebooks.py"),
                           str(path)], capture_output=True, text=True, env=env, timeout=300)
