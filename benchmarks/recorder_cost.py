@@ -92,11 +92,22 @@ def lesson_run(recording: bool) -> dict:
             "functions_recorded": functions}
 
 
-def page(span: dict, lesson: dict, device: str, runs: int) -> str:
+def _number(text):
+    """The leading number of a figure such as '12.6 us', else None."""
+    try:
+        return float(str(text).split()[0])
+    except (ValueError, IndexError):
+        return None
+
+
+def page(span: dict, lesson: dict, device: str, runs: int, when: str | None = None,
+         python: str | None = None, recorder: str | None = None) -> str:
     lines = ["# What recording what a notebook ran costs", "",
              "Written by `benchmarks/recorder_cost.py` on " + device + ", " +
-             time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()) + f" (Python "
-             f"{sys.version.split()[0]}): the span-cost benchmark and lesson 06's solved copy, "
+             (when or time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())) + f" (Python "
+             f"{python or sys.version.split()[0]}; the recorder: "
+             f"{recorder or run_notebooks.provenance.RECORDER}): the span-cost benchmark and "
+             "lesson 06's solved copy, "
              f"{runs} runs each without and with the recorder that `scripts/run_notebooks.py` "
              "starts in every process of a GPU run (`streamlab.provenance.Recorder`), in turn "
              "(without, with, without, ...), in one call on one GPU.", "",
@@ -113,19 +124,41 @@ def page(span: dict, lesson: dict, device: str, runs: int) -> str:
                      f" | {statistics.median(off):.3f} | {statistics.median(on):.3f} |")
     lines += ["", "## Lesson 06, solved copy: its headline figures and its claims", "",
               "| | " + " | ".join(f"without, run {i + 1}" for i in range(runs)) + " | "
-              + " | ".join(f"with, run {i + 1}" for i in range(runs)) + " |",
-              "|" + " --- |" * (2 * runs + 1)]
+              + " | ".join(f"with, run {i + 1}" for i in range(runs)) + " | median without | "
+              "median with |", "|" + " --- |" * (2 * runs + 3)]
     every = lesson[False] + lesson[True]
     names = list(dict.fromkeys(k for r in every for k in r["figures"]))
     for name in names:
-        lines.append(f"| {name} | " + " | ".join(str(r["figures"].get(name, "")) for r in every)
-                     + " |")
-    lines.append("| its claims | " + " | ".join(r["claims"] for r in every) + " |")
+        cells = [str(r["figures"].get(name, "")) for r in every]
+        off = [_number(r["figures"].get(name)) for r in lesson[False]]
+        on = [_number(r["figures"].get(name)) for r in lesson[True]]
+        medians = (f"{statistics.median(off):.3g} | {statistics.median(on):.3g}"
+                   if None not in off + on else " | ")
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {medians} |")
+    lines.append("| its claims | " + " | ".join(r["claims"] for r in every) + " | | |")
     lines.append("| seconds, the whole notebook | " + " | ".join(str(r["seconds"]) for r in every)
-                 + " |")
+                 + " | | |")
     lines.append("| functions and module bodies recorded | " + " | ".join(
         "" if r["functions_recorded"] is None else str(r["functions_recorded"]) for r in every)
-                 + " |")
+                 + " | | |")
+    held = sum(r["claims"] == "held" for r in every)
+    slower = [(name, statistics.median(on) / statistics.median(off))
+              for name in SPAN_ROWS if name.startswith("host:") and "over" not in name
+              for off, on in [([r.get(name) for r in span[False]], [r.get(name) for r in span[True]])]
+              if None not in off + on and statistics.median(off) > 0]
+    lines += ["", "## In short", "",
+              f"- Lesson 06's claims held in {held} of {len(every)} runs.",
+              "- The span benchmark's host costs, with the recorder over without (medians): "
+              + ", ".join(f"{name[len('host: '):]} {ratio:.2f}x" for name, ratio in slower) + "."]
+    costs = [(name, statistics.median(on) / statistics.median(off)) for name in names
+             if name.startswith("host cost")
+             for off, on in [([_number(r["figures"].get(name)) for r in lesson[False]],
+                              [_number(r["figures"].get(name)) for r in lesson[True]])]
+             if None not in off + on and statistics.median(off) > 0]
+    if costs:
+        lines.append("- Lesson 06's own host costs, measured in its kernel, with over without "
+                     "(medians): " + ", ".join(f"{name[len('host cost, '):]} {ratio:.2f}x"
+                                               for name, ratio in costs) + ".")
     return "\n".join(lines) + "\n"
 
 
@@ -134,7 +167,18 @@ def main(argv=None) -> int:
     ap.add_argument("--out", help="write the page here")
     ap.add_argument("--json", help="write every run's figures here")
     ap.add_argument("--runs", type=int, default=2, help="runs each way (default 2)")
+    ap.add_argument("--from-json", help="run nothing: the page from a JSON this wrote")
     a = ap.parse_args(argv)
+    if a.from_json:
+        data = json.loads(Path(a.from_json).read_text())
+        span = {False: data["span"]["False"], True: data["span"]["True"]}
+        lesson = {False: data["lesson06"]["False"], True: data["lesson06"]["True"]}
+        text = page(span, lesson, data.get("device", "a GPU"), len(span[False]),
+                    data.get("when"), data.get("python"), data.get("recorder"))
+        if a.out:
+            Path(a.out).write_text(text)
+        print(text, end="")
+        return 0
     os.environ.setdefault("STREAMLAB_QUIET", "1")
     span = {False: [], True: []}
     lesson = {False: [], True: []}
@@ -157,9 +201,12 @@ def main(argv=None) -> int:
     if a.out:
         Path(a.out).write_text(text)
     if a.json:
-        Path(a.json).write_text(json.dumps({"span": {str(k): v for k, v in span.items()},
-                                            "lesson06": {str(k): v for k, v in lesson.items()}},
-                                           indent=1))
+        Path(a.json).write_text(json.dumps({
+            "span": {str(k): v for k, v in span.items()},
+            "lesson06": {str(k): v for k, v in lesson.items()}, "device": device,
+            "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "python": sys.version.split()[0], "recorder": run_notebooks.provenance.RECORDER},
+            indent=1))
     held = all(r["claims"] == "held" for rs in lesson.values() for r in rs)
     return 0 if held else 1
 

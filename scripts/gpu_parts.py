@@ -67,7 +67,7 @@ def main(argv=None) -> int:
         gpu = parse_doctor(Path(a.doctor).read_text())["gpu"]
         rows = []
         for part in a.part:
-            name, sep, file = part.partition("=")
+            name, sep, file = part.rpartition("=")
             if not sep or not Path(file).is_file():
                 raise RecordError(f"--part {part!r}: give NAME=FILE, an existing file")
             path = Path(file)

@@ -5,8 +5,8 @@ of the package it ran: each function or method, and each module body, of ``strea
 (its exercises' and labs' checks included), in the notebook's kernel and in any Python
 process the notebook starts. The recorder is coverage.py (:class:`Recorder`: on Python 3.12
 and later its ``sys.monitoring`` core, where each line reports once and is then switched
-off), with an audit hook that notes the package's data files the run opened or listed (the
-GPU profiles). The notebook is then stamped (:func:`stamp_ran`) with the hash of its code
+off), with wrappers of ``open``, ``os.listdir`` and ``os.scandir`` that note the package's
+data files the run opened or listed (the GPU profiles). The notebook is then stamped (:func:`stamp_ran`) with the hash of its code
 cells and a fingerprint of each piece of the package that ran: its source without
 docstrings or comments (:func:`fingerprints`), so that a change of prose in the package
 leaves the outputs true.
@@ -222,9 +222,18 @@ RAN_PROBE = ("import json as _j, sys as _s\n"
              "'streamlab': getattr(_s.modules.get('streamlab'), '__file__', None)}))")
 
 
+#: how the recorder records, kept in each stamp: the first version (2026-11-27's first GPU
+#: pass) noted data files with an audit hook, which slowed host calls (see Recorder)
+RECORDER = "coverage.py lines, open/listdir/scandir wrapped"
+
+
 class Recorder:
     """What one process runs of the package, recorded from its start: coverage.py's lines
-    of the package's files, and the package's data files opened or listed (an audit hook).
+    of the package's files, and the package's data files opened or listed (``open``,
+    ``os.listdir`` and ``os.scandir`` wrapped: an audit hook would do the same, but Python
+    calls it for every audited event, ``id()`` and ``sys._getframe()`` among them, and it
+    added 3 us to a span on Python 3.12, measured, where coverage.py's ``sys.monitoring``
+    core added nothing).
     Started by ``scripts/ran_site/sitecustomize.py`` in every Python process that a GPU
     run starts with :data:`DIR_VARIABLE` set; :meth:`dump` writes it there."""
 
@@ -242,22 +251,30 @@ class Recorder:
         self.on = self.final = False
         self.path = None
 
-    def _audit(self, event, args):
-        if not self.on:
-            return
-        if event == "open":
-            name = args[0]
-            if isinstance(name, (str, bytes, os.PathLike)):  # (not a file descriptor)
-                self.opened.add(os.fsdecode(name))
-        elif event in ("os.listdir", "os.scandir"):
-            name = args[0]
-            if isinstance(name, (str, bytes, os.PathLike)):
-                self.listed.add(os.fsdecode(name))
+    def _wrap(self) -> None:
+        """Note each path opened or listed from now on, in this process."""
+        import builtins
+        import io
+
+        opened, listed = self.opened, self.listed
+
+        def noting(real, into, name):
+            def call(*args, **kwargs):
+                path = args[0] if args else kwargs.get(name, ".")
+                if isinstance(path, (str, bytes, os.PathLike)):  # (not a file descriptor)
+                    into.add(os.fsdecode(path))
+                return real(*args, **kwargs)
+            call.__wrapped__ = real
+            return call
+
+        builtins.open = io.open = noting(builtins.open, opened, "file")
+        os.listdir = noting(os.listdir, listed, "path")
+        os.scandir = noting(os.scandir, listed, "path")
 
     def start(self) -> "Recorder":
-        """Record from now on (an audit hook, then coverage.py); this recorder."""
+        """Record from now on (the wrappers, then coverage.py); this recorder."""
         self.on = True
-        sys.addaudithook(self._audit)  # (an audit hook cannot be taken out: it goes quiet)
+        self._wrap()
         self.coverage.start()
         return self
 
@@ -275,7 +292,8 @@ class Recorder:
         record = {"pid": os.getpid(), "lines": {f: v for f, v in lines.items() if v},
                   "opened": sorted(self.opened), "listed": sorted(self.listed),
                   "python": sys.version.split()[0],
-                  "core": os.environ.get("COVERAGE_CORE", "ctrace")}
+                  "core": os.environ.get("COVERAGE_CORE", "ctrace"),
+                  "recorder": RECORDER}
         self.path = os.path.join(self.folder, f"ran-{os.getpid()}.json")
         with open(self.path + ".part", "w") as f:
             json.dump(record, f)
@@ -309,7 +327,8 @@ def ran_of(records, root: Path | None = None) -> dict:
     # module lists: only a listing that holds data files is kept
     folders = {rel: names for rel in sorted(listed) if (root / rel).is_dir()
                and (names := _data_files(root / rel))}
-    return {"ran": ran, "data": data, "listed": folders}
+    how = sorted({r.get("recorder", "coverage.py lines, an audit hook") for r in records})
+    return {"ran": ran, "data": data, "listed": folders, "recorder": "; ".join(how)}
 
 
 def _relative(name: str, root: Path) -> str | None:
