@@ -100,3 +100,71 @@ def test_a_test_that_asks_for_the_simulator_in_a_child_says_so_to_streamlab_too(
                     "STREAMLAB_DEVICE" not in text:
                 found.append(f"{path.name}:{node.lineno}")
     assert not found, f"NUMBA_ENABLE_CUDASIM=1 without STREAMLAB_DEVICE=sim: {found}"
+
+
+def test_the_parts_page_counts_what_each_part_ran(tmp_path):
+    import sys
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import gpu_parts
+
+    junit = tmp_path / "t1.xml"
+    junit.write_text('<testsuites><testsuite tests="3" failures="1" errors="0" skipped="1" '
+                     'time="12.5" timestamp="2026-11-27T10:00:00"></testsuite></testsuites>')
+    runs = tmp_path / "nb.json"
+    runs.write_text('{"a.ipynb": {"seconds": 3.0, "error": null, "at": "2026-11-27T09:00:00Z"},'
+                    ' "b.ipynb": {"seconds": 4.5, "error": "x", "at": "2026-11-27T09:01:00Z"}}')
+    doctor = ROOT / "docs" / "runs" / "2026-11-27-owed-h100-tests" / "doctor.txt"
+    out = tmp_path / "page.md"
+    assert gpu_parts.main(["--doctor", str(doctor), "--part", f"t1={junit}",
+                           "--part", f"notebooks (a=b)={runs}", "--out", str(out)]) == 0
+    text = out.read_text()
+    assert "| t1 | 3 tests (1 passed, 1 failed, 0 errors, 1 skipped) | 12 |" in text, text
+    assert "| notebooks (a=b) | 2 notebooks (1 failed) | 8 |" in text, text
+    assert gpu_parts.main(["--doctor", str(doctor), "--part", "t1"]) == 2
+
+
+def test_a_change_is_stale_by_module_for_every_notebook_that_imported_it_and_by_what_ran_for_fewer():
+    import sys
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import stale_by_change
+
+    some = stale_by_change.executed()[0]
+    ran = __import__("json").loads(some.read_text())["metadata"]["streamlab_run"]["ran"]
+    module = next(f for f in ran if f != "__init__.py")
+    never = {"patch": "x", "files": [module], "scopes": [f"{module}: no_such_function"],
+             "data": [], "code_cells": []}
+    by_module, by_ran = stale_by_change.stale(never)
+    assert stale_by_change.rel(some) in by_module and by_ran == []
+    body = dict(never, scopes=[f"{module}: <module>"])
+    assert stale_by_change.rel(some) in stale_by_change.stale(body)[1]
+    cells = dict(never, files=[], scopes=[], code_cells=[stale_by_change.rel(some)])
+    assert stale_by_change.stale(cells) == ([stale_by_change.rel(some)],) * 2
+    page = stale_by_change.page("abc", [(never, by_module, by_ran)])
+    assert f"| `x` | `{module}: no_such_function` | {len(by_module)} | 0 |" in page, page
+
+
+def test_the_recorder_cost_page_is_written_from_its_json():
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import recorder_cost
+
+    data = ROOT / "docs" / "runs" / "2026-11-27-owed-h100-tests" / "recorder-cost.json"
+    page = (ROOT / "docs" / "recorder-cost.md").read_text()
+    import io
+    from contextlib import redirect_stdout
+
+    with redirect_stdout(io.StringIO()):
+        assert recorder_cost.main(["--from-json", str(data)]) == 0
+    import json
+
+    d = json.loads(data.read_text())
+    span = {False: d["span"]["False"], True: d["span"]["True"]}
+    lesson = {False: d["lesson06"]["False"], True: d["lesson06"]["True"]}
+    assert recorder_cost.page(span, lesson, d["device"], 2, d["when"], d["python"],
+                              d["recorder"]) == page, \
+        "docs/recorder-cost.md is not what its JSON gives: benchmarks/recorder_cost.py " \
+        "--from-json ... --out docs/recorder-cost.md"
+    assert "claims held in 4 of 4 runs" in page
