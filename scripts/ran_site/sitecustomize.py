@@ -34,7 +34,7 @@ def _start():
                     f"coverage.py there (pip install coverage)")
         return
     sys.modules["_streamlab_ran_recorder"] = recorder  # the kernel's last cell finds it
-    atexit.register(recorder.dump)
+    atexit.register(recorder.dump, final=True)
 
 
 def _hand_over():

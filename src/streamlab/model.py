@@ -194,6 +194,9 @@ class ModelGPU:
         self.mark: dict[str, float] = {}  # host thread -> real time its clock was last set
         # host thread -> its wait for a CPU (ops.run_delay) when its clock was last set
         self.mark_delay: dict[str, float] = {}
+        # host thread -> the latest time a host span of it was placed at after its last
+        # call (to_model): its next call is placed no earlier
+        self.floor: dict[str, float] = {}
         # host thread -> [(real, model, END or START)] for mapping: where each wrapped call
         # ended, and where the next began after a gap the model shortened (see _gap)
         self.breaks: dict[str, list] = {}
@@ -229,6 +232,10 @@ class ModelGPU:
                 self.breaks[thread].append((real, self.host[thread] + gap, _START))
             self.host[thread] += gap
             self.mark[thread], self.mark_delay[thread] = real, delay
+        if self.floor.get(thread, 0.0) > self.host[thread]:
+            # a host span that closed before this call, placed where its thread's clock
+            # then stood: the call comes after it
+            self.host[thread] = self.floor.pop(thread)
         return self.host[thread]
 
     def now(self, thread: str | None = None) -> float:
@@ -278,6 +285,23 @@ class ModelGPU:
             # inside it keeps its share of the gap's model time
             r1, m1, _ = points[i + 1]
             return m + (real - r) * (m1 - m) / (r1 - r)
+        if i == len(points) - 1 and thread == threading.current_thread().name and \
+                thread in self.mark_delay:
+            # after the thread's last call, before its next (Timeline.host maps a span's
+            # ends as it closes): the next call's place will leave out this thread's wait
+            # for a CPU since the last, so a time's place leaves out the part of that wait
+            # that surely came before it (all of it, less the time since), or a span would
+            # end after the call that follows it (seen in CI, under load)
+            for _ in range(5):  # the clock and the wait read together: no wait between
+                delay = _ops.run_delay()  # (one read with the one but not the other puts
+                now = time.perf_counter()  # a time on the wrong side of it)
+                if _ops.run_delay() == delay:
+                    break
+            waited = delay - self.mark_delay[thread]
+            before = max(0.0, waited - max(0.0, now - real))
+            out = m + max(0.0, real - r - before)
+            self.floor[thread] = max(self.floor.get(thread, out), out)
+            return out
         return m + (real - r)
 
     # --- feeding -------------------------------------------------------------------

@@ -248,7 +248,7 @@ class Recorder:
             omit=[str(self.root / name) for name in _NOT_RECORDED])
         self.opened: set[str] = set()
         self.listed: set[str] = set()
-        self.on = self.final = False
+        self.final = False
         self.path = None
 
     def _wrap(self) -> None:
@@ -273,7 +273,6 @@ class Recorder:
 
     def start(self) -> "Recorder":
         """Record from now on (the wrappers, then coverage.py); this recorder."""
-        self.on = True
         self._wrap()
         self.coverage.start()
         return self
@@ -288,7 +287,8 @@ class Recorder:
         self.coverage.stop()
         data = self.coverage.get_data()
         lines = {f: sorted(data.lines(f) or ()) for f in data.measured_files()}
-        self.coverage.start()
+        if not final:  # (a restart makes every line report once more: not after the last)
+            self.coverage.start()
         record = {"pid": os.getpid(), "lines": {f: v for f, v in lines.items() if v},
                   "opened": sorted(self.opened), "listed": sorted(self.listed),
                   "python": sys.version.split()[0],
