@@ -151,7 +151,7 @@ def test_the_recorder_cost_page_is_written_from_its_json():
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import recorder_cost
 
-    data = ROOT / "docs" / "runs" / "2026-11-27-owed-h100-tests" / "recorder-cost.json"
+    data = ROOT / "docs" / "runs" / "2026-11-27-recorder2-tests" / "recorder-cost.json"
     page = (ROOT / "docs" / "recorder-cost.md").read_text()
     import io
     from contextlib import redirect_stdout
