@@ -6,7 +6,11 @@
     (runs nothing: each notebook's runs in A, then in B, ..., as one result)
 
 Each notebook runs top to bottom in a fresh kernel (nbclient), in its own folder, and
-is saved with its outputs. A lesson's last code cell, tagged ``headline``, prints
+is saved with its outputs. Every output goes before the run: a notebook that fails is
+saved with the cells after the failing one empty (never an earlier run's outputs beside
+this run's), unstamped, and its result names the cell (``failed_cell``). Each result keeps
+the claims cell's figures and conditions (``claims``), a failed run's too (what
+scripts/claim_margins.py reads). A lesson's last code cell, tagged ``headline``, prints
 ``name: value`` lines: the figures that docs/gpu-results.md reports for it. Its cell
 tagged ``claims`` is re-checked from the saved output, and a claim that does not hold
 fails the run, named. ``--repeat N`` runs each notebook N times in a row, each in a fresh
@@ -153,7 +157,12 @@ def run(path: Path, timeout: int) -> dict:
     client = NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False,
                             resources={"metadata": {"path": str(path.parent)}})
     t0 = time.perf_counter()
-    error = None
+    error = failed_cell = None
+    # every output goes before the run: a cell the run never reached (after one that
+    # failed) is saved empty, never with an earlier run's output beside this run's
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
     # after the last cell, the kernel writes what it ran of streamlab (the stamp's code);
     # the probe's cell is taken out again before the notebook is saved
     nb.cells.append(nbformat.v4.new_code_cell(provenance.RAN_PROBE))
@@ -163,6 +172,7 @@ def run(path: Path, timeout: int) -> dict:
         except CellExecutionError as exc:
             error = str(exc).splitlines()[-1] if str(exc) else repr(exc)
             error = re.sub(r"\x1b\[[0-9;]*m", "", error)  # the traceback's colours
+            failed_cell = which_failed(nb)
         finally:
             probe = nb.cells.pop()
         ran = None
@@ -181,10 +191,47 @@ def run(path: Path, timeout: int) -> dict:
     # when it ran: --combine tells a run carried over by --merge from a new one by it
     result = {"seconds": seconds, "error": error, "headline": [],
               "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    if failed_cell is not None:
+        result["failed_cell"] = failed_cell
+    claims = kept_claims(nb)
+    if claims is not None:
+        result["claims"] = claims
     if error is None:
         result["headline"] = report(nb)
         error = result["error"] = claims_error(path)
     return result
+
+
+def which_failed(nb) -> dict | None:
+    """The cell whose error stopped a run: its place among all cells and among the code
+    cells (pytest's "Cell N" under nbval), and its first line; None if no cell shows one."""
+    code = -1
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        code += 1
+        if any(o.get("output_type") == "error" for o in cell.get("outputs", [])):
+            first = next((line for line in cell.source.splitlines() if line.strip()), "")
+            return {"cell": index, "code_cell": code, "first_line": first[:120]}
+    return None
+
+
+def kept_claims(nb) -> dict | None:
+    """What a run's claims cell kept: its figures, where they were measured (``on_gpu``),
+    and its conditions (``claims``, ``gpu_claims``), so that every run record keeps each
+    claim's values (scripts/claim_margins.py reads them); None for a notebook without a
+    claims cell, or one whose claims cell never ran. Kept for a failed run too: a claim
+    that failed says by how much."""
+    cells = [c for c in nb.cells if c.cell_type == "code"
+             and "claims" in c.get("metadata", {}).get("tags", [])]
+    kept = [o["metadata"][_cc.MIME] for c in cells for o in c.get("outputs", [])
+            if _cc.MIME in o.get("metadata", {})]
+    if len(cells) != 1 or len(kept) != 1:
+        return None
+    conditions = _cc._call(cells[0].source)
+    return {"figures": kept[0]["figures"], "on_gpu": kept[0]["on_gpu"],
+            "claims": conditions.get("claims") or {},
+            "gpu_claims": conditions.get("gpu_claims") or {}}
 
 
 def claims_error(path: Path) -> str | None:
@@ -295,6 +342,9 @@ def main() -> int:
             r = run(p, a.timeout)
             runs.append(r)
             status = "ok" if r["error"] is None else f"FAILED: {r['error']}"
+            if r.get("failed_cell"):
+                at = r["failed_cell"]
+                status += f" (in code cell {at['code_cell']}: {at['first_line']})"
             which = f" (run {i + 1} of {a.repeat})" if a.repeat > 1 else ""
             print(f"{name}{which}: {r['seconds']} s, {status}")
             for key, value in r["headline"]:
