@@ -151,6 +151,54 @@ def test_executed_notebooks_are_valid(tmp_path):
     nbformat.validate(nbformat.read(path, as_version=4))
 
 
+def test_a_failed_run_is_saved_with_nothing_of_an_earlier_run_and_names_its_cell(tmp_path):
+    """A notebook that fails in its second code cell: the cells after it keep nothing of
+    the earlier run they held (no output, no count), the notebook is not stamped, the
+    result names the cell, and a claims cell's figures and conditions are kept in the
+    result (a failed claim's too: it says by how much)."""
+    kernel = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    earlier = [new_output("stream", name="stdout", text="figure: 9.99 (an earlier run)\n")]
+    after = new_code_cell("print('figure:', 1.0)", execution_count=7, outputs=earlier)
+    failing = new_notebook(cells=[
+        new_code_cell("import streamlab"),
+        nbformat.v4.new_markdown_cell("text"),
+        new_code_cell("# the planted failure\nraise RuntimeError('planted')"),
+        after], metadata={"kernelspec": kernel})
+    claim = new_code_cell(
+        "streamlab.claims(figures={'x': 2.5}, claims={'x is over 3': 'x > 3'})",
+        metadata={"tags": ["claims"]})
+    failing_claim = new_notebook(cells=[new_code_cell("import streamlab"), claim,
+                                        new_code_cell("print('after the claims')",
+                                                      outputs=list(earlier))],
+                                 metadata={"kernelspec": kernel})
+    paths = [tmp_path / "fails.ipynb", tmp_path / "claim_fails.ipynb"]
+    for nb, path in zip((failing, failing_claim), paths):
+        nbformat.write(nb, path)
+    env = dict(os.environ, STREAMLAB_QUIET="1", STREAMLAB_DEVICE="sim",
+               NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=os.pathsep.join(
+                   [str(ROOT / "src")] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+    env.pop("STREAMLAB_RACE_CHECK", None)
+    out = tmp_path / "runs.json"
+    run = subprocess.run([sys.executable, str(ROOT / "scripts" / "run_notebooks.py"),
+                          *map(str, paths), "--json", str(out), "--timeout", "120"],
+                         capture_output=True, text=True, env=env, timeout=300)
+    assert run.returncode == 1, run.stdout + run.stderr
+    results = json.loads(out.read_text())
+    first, second = (results[str(p)] for p in paths)
+    assert "planted" in first["error"]
+    assert first["failed_cell"] == {"cell": 2, "code_cell": 1,
+                                    "first_line": "# the planted failure"}
+    assert "in code cell 1: # the planted failure" in run.stdout
+    saved = nbformat.read(paths[0], as_version=4)
+    assert saved.cells[3].outputs == [] and saved.cells[3].execution_count is None
+    assert "streamlab_run" not in saved.metadata, "a failed run is stamped"
+    assert "claims" not in first
+    assert second["failed_cell"]["code_cell"] == 1 and "x is over 3" in second["error"]
+    assert second["claims"] == {"figures": {"x": 2.5}, "on_gpu": False,
+                                "claims": {"x is over 3": "x > 3"}, "gpu_claims": {}}
+    assert nbformat.read(paths[1], as_version=4).cells[2].outputs == []
+
+
 def lab_notebook(check_output):
     grade = {"grade": True, "grade_id": "check_part1", "points": 3, "solution": False}
     cell = new_code_cell("check_part1()", metadata={"nbgrader": grade})
@@ -574,3 +622,57 @@ def test_the_judging_benchmark_turns_the_graders_judgement_off_and_on(monkeypatc
     assert grading.judge_in_grader is refuse  # put back after the unjudged way
     with pytest.raises(SystemExit, match="refused by the test's judge"):
         bench.grade("lab03__rendezvous", "off", judged=True)
+
+
+def test_a_claims_margin_is_its_slack_over_its_spread_and_guards_count():
+    """scripts/claim_margins.py: the slack of each comparison, its mean over its spread
+    across runs; `and` takes the weakest part, `or` the strongest; one run has no margin."""
+    import ast
+    import math
+    import statistics
+
+    import claim_margins as cm
+
+    def trees(condition, runs):
+        tree = ast.parse(condition, mode="eval")
+        return [cm.slack(tree, figures, condition) for figures in runs]
+
+    runs = [{"a": 5.0, "b": 1.0, "z": -1.0}, {"a": 6.0, "b": 1.0, "z": 0.0},
+            {"a": 7.0, "b": 1.0, "z": 1.0}]
+    # where a side can be 0 or less, the slack is a difference: (a - 4) - (b - 1): 1, 2, 3
+    assert cm.margin(trees("a - 4 > b - 1", runs)) == pytest.approx(2.0)
+    assert cm.margin(trees("b - 1 < a - 4", runs)) == pytest.approx(2.0)
+    assert cm.margin(trees("a + z - 5 > 0", runs)) == pytest.approx(0.5)  # -1, 1, 3
+    # both sides positive: a ratio, log(a / 3b)
+    logs = [math.log(a / 3) for a in (5, 6, 7)]
+    want = statistics.fmean(logs) / statistics.stdev(logs)
+    assert cm.margin(trees("a > 3 * b", runs)) == pytest.approx(want)
+    # far from its threshold in ratio, however much it varies: a > 0.01
+    assert cm.margin(trees("a > 0.01", runs)) > 30
+    # a chained comparison is two, and `and` takes the weaker
+    upper = [math.log(7.5 / a) for a in (5, 6, 7)]
+    weaker = statistics.fmean(upper) / statistics.stdev(upper)
+    assert cm.margin(trees("2 <= a < 7.5", runs)) == pytest.approx(weaker)
+    assert cm.margin(trees("a > 3 * b and a < 7.5", runs)) == pytest.approx(weaker)
+    assert cm.margin(trees("a > 100 or b < 2", runs)) == math.inf  # a guard that holds
+    assert cm.margin(trees("b > 2", runs)) == -math.inf            # never held
+    assert cm.margin(trees("not a < b", runs)) == math.inf
+    assert cm.margin(trees("a > 3", runs[:1])) is None             # one run: no spread
+    flags = [{"ok": True}, {"ok": True}, {"ok": False}]
+    assert cm.margin(trees("ok", flags)) < 1
+
+
+def test_the_claims_margin_script_reads_a_lessons_runs_and_refuses_bad_input(capsys):
+    import claim_margins as cm
+
+    lesson = "notebooks/01__default_streams__eight_streams__SOLUTION.ipynb"
+    rows = cm.rows_for(lesson)
+    assert rows and all(r["runs"] >= 1 for r in rows)
+    committed = cm.claims_of(json.loads((ROOT / lesson).read_text()))
+    assert committed["on_gpu"] and committed["device"].startswith("NVIDIA")
+    assert {r["claim"] for r in rows} == set(committed["claims"]) | set(
+        committed["gpu_claims"])
+    assert "claim rows have a margin under 3 spreads" in cm.page(rows, 3)
+    assert cm.main(["notebooks/99__none.ipynb"]) == 2
+    assert "no such notebook" in capsys.readouterr().err
+    assert cm.main(["--under", "0", lesson]) == 2
