@@ -225,3 +225,77 @@ def test_launches_from_several_host_threads_do_not_race_in_the_simulator():
         t.join()
     assert errors == []
     assert all((d.copy_to_host() == 5).all() for d in data)
+
+
+_idents = set()
+
+
+@cuda.jit
+def index_2d(out):
+    x, y = cuda.grid(2)
+    if x < out.shape[0] and y < out.shape[1]:
+        out[x, y] = x * 1000 + y + cuda.threadIdx.x * 0  # every thread writes its own
+        _idents.add(threading.get_ident())                # (the simulator runs Python)
+
+
+@cuda.jit
+def reverse_in_block(a):
+    tile = cuda.shared.array(64, dtype=np.float32)
+    i = cuda.threadIdx.x
+    tile[i] = a[i]
+    cuda.syncthreads()
+    a[i] = tile[63 - i]
+
+
+@cuda.jit
+def fails_at_five(a):
+    i = cuda.grid(1)
+    a[i] = 1.0 if i != 5 else a[10_000]
+
+
+def _barrier(x):
+    return cuda.syncthreads()
+
+
+@cuda.jit(device=True)
+def waits(x):
+    _barrier(x)
+
+
+@cuda.jit
+def waits_through_a_device_function(a):
+    waits(a)
+    a[cuda.grid(1)] += 1
+
+
+def test_a_block_without_barriers_runs_its_threads_in_one_simulated_thread():
+    """streamlab.sim.fill: a kernel that names no barrier runs a block's threads one after
+    another in one thread (each with its own index); one that names syncthreads, itself or
+    through what it calls, runs as numba's simulator runs it, a thread each."""
+    from streamlab.sim import fill as simfill
+
+    out = cuda.device_array((40, 24), dtype=np.int64)
+    _idents.clear()
+    index_2d[(3, 2), (16, 16)](out)
+    x, y = np.meshgrid(np.arange(40), np.arange(24), indexing="ij")
+    assert np.array_equal(out.copy_to_host(), x * 1000 + y)
+    assert len(_idents) <= 6, "a thread for each block at most"
+    a = cuda.to_device(np.arange(64, dtype=np.float32))
+    reverse_in_block[1, 64](a)
+    assert np.array_equal(a.copy_to_host(), np.arange(64, dtype=np.float32)[::-1])
+    assert simfill._no_barriers(index_2d) and not simfill._no_barriers(reverse_in_block)
+    assert not simfill._no_barriers(waits_through_a_device_function)
+    with pytest.raises(IndexError, match=r"tid=\[5, 0, 0\] ctaid=\[0, 0, 0\]"):
+        fails_at_five[1, 8](cuda.device_array(8, dtype=np.float32))
+
+
+def test_each_simulated_thread_sleeps_on_its_own_when_a_block_shares_one():
+    """cuda.nanosleep in every thread of a block run in one simulated thread: the model
+    GPU reads the longest sleep of one CUDA thread, not the block's sleeps added up."""
+    s = cuda.stream()
+    start, end = cuda.event(), cuda.event()
+    start.record(s)
+    sleep_ms[2, 8, s](1.0)
+    end.record(s)
+    end.synchronize()
+    assert 0.9 <= cuda.event_elapsed_time(start, end) < 3
