@@ -4,7 +4,8 @@
 # the landings that never flake of issue 53, logged as a page.
 #   bash scripts/ci_under_load.sh [N] [OUT.md]      (defaults: 5, docs/ci-under-load.md)
 # Each run's whole log is kept in /tmp/ci-under-load/run-K.log; the page gives each run's
-# exit status, time and pytest's summary line. Exits 1 if any run failed.
+# exit status, time and pytest's summary line; a page that exists keeps its earlier calls'
+# sections, and this call adds its own. Exits 1 if any run failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-5}
@@ -33,17 +34,25 @@ run() {  # run K LOAD: one clean clone, .ci/run, with LOAD (yes/no) beside it
 }
 for k in $(seq 1 "$n"); do run "$k" yes; done
 run "$((n + 1))" no
-{
-  echo "# CI under load"
+# a page that exists keeps its earlier runs: each call adds its own section below them
+section=$(
+  if [ -s "$out" ]; then echo; echo "## Commit \`$commit\`"; else
+    echo "# CI under load"
+    echo
+    echo "Written by \`scripts/ci_under_load.sh\`, one section a call, the latest last. CI's"
+    echo "limit is 8 minutes."
+    echo
+    echo "## Commit \`$commit\`"
+  fi
   echo
-  echo "Written by \`scripts/ci_under_load.sh\`: \`.ci/run\` (what CI runs: the README's two"
-  echo "commands, from a clean clone of commit \`$commit\`) $n times in a row with a busy loop"
-  echo "on one core beside it, then once without it, on this $(nproc)-core machine"
-  echo "($(date -u +%Y-%m-%d)). CI's limit is 8 minutes."
+  echo "\`.ci/run\` (what CI runs: the README's two commands, from a clean clone of this"
+  echo "commit) $n times in a row with a busy loop on one core beside it, then once without"
+  echo "it, on this $(nproc)-core machine ($(date -u +%Y-%m-%d))."
   echo
   echo "| run | busy loop | exit status | time | pytest |"
   echo "| ---: | --- | ---: | ---: | --- |"
   printf '%s\n' "${rows[@]}"
-} > "$out"
-cat "$out"
+)
+printf '%s\n' "$section" >> "$out"
+printf '%s\n' "$section"
 exit "$failed"
