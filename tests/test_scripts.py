@@ -676,3 +676,19 @@ def test_the_claims_margin_script_reads_a_lessons_runs_and_refuses_bad_input(cap
     assert cm.main(["notebooks/99__none.ipynb"]) == 2
     assert "no such notebook" in capsys.readouterr().err
     assert cm.main(["--under", "0", lesson]) == 2
+
+
+def test_the_span_profile_runs_each_path_and_refuses_bad_input(tmp_path):
+    env = dict(os.environ, STREAMLAB_QUIET="1", NUMBA_ENABLE_CUDASIM="1",
+               STREAMLAB_DEVICE="sim", PYTHONPATH=os.pathsep.join(
+                   [str(ROOT / "src")] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+    script = str(ROOT / "benchmarks" / "span_profile.py")
+    run = subprocess.run([sys.executable, script, "--n", "100", "--top", "5"],
+                         capture_output=True, text=True, env=env, timeout=300)
+    assert run.returncode == 0, run.stderr
+    for path in ("two bare records", "a timeline span", "a span under record_ops"):
+        assert f"== {path}: " in run.stdout and "us per call" in run.stdout
+    assert "tottime" in run.stdout
+    bad = subprocess.run([sys.executable, script, "--n", "10"], capture_output=True,
+                         text=True, env=env, timeout=300)
+    assert bad.returncode == 2 and "at least 50 calls" in bad.stderr
