@@ -463,7 +463,7 @@ def _no_barriers(fn, seen=None) -> bool:
         for value in reached:
             if isinstance(value, FakeCUDAKernel) or (
                     isinstance(value, types.FunctionType)
-                    and not value.__module__.startswith(("numpy", "math"))):
+                    and not (value.__module__ or "").startswith(("numpy", "math"))):
                 if not _no_barriers(value, seen):
                     ok = False
                     break
