@@ -480,7 +480,11 @@ def _blocks_without_barriers_run_in_one_thread() -> None:
     one after another in one simulated thread, which takes each thread's index in turn
     (the same kernel: 0.013 s). Results are the same: nothing in such a kernel orders its
     threads, and the simulator runs its blocks one after another already. A kernel that
-    names a barrier runs as numba runs it."""
+    names a barrier runs as numba runs it. One kind differs: threads of a block that wait
+    for each other without a barrier (one spins on a flag that another sets) wait for ever
+    here, as threads of two blocks already did in numba's simulator, though on a GPU since
+    Volta such a wait can end (each thread is scheduled on its own). No kernel of the
+    course waits so."""
     from numba.cuda.simulator import kernel as sim_kernel
     from numba.cuda.simulator.kernelapi import Dim3
 
