@@ -17,31 +17,19 @@ import cProfile
 import io
 import pstats
 import sys
-import time
 
 import streamlab
 from numba import cuda
 
-
-def per_call_us(fn, stream, n: int) -> float:
-    best = float("inf")
-    for _ in range(5):
-        total = 0.0
-        for _ in range(max(1, n // 50)):
-            stream.synchronize()
-            t0 = time.perf_counter()
-            for _ in range(50):
-                fn()
-            total += time.perf_counter() - t0
-        best = min(best, total / (max(1, n // 50) * 50) * 1e6)
-    return best
+from span_overhead import host_cost_us  # the benchmark's own timing (same folder)
 
 
 def profile(name: str, fn, stream, n: int, top: int) -> None:
     for _ in range(200):  # warm: the pool of events, numba's caches
         fn()
     stream.synchronize()
-    print(f"== {name}: {per_call_us(fn, stream, n):.2f} us per call (best of 5, unprofiled)")
+    print(f"== {name}: {host_cost_us(fn, n=n, stream=stream):.2f} us per call "
+          f"(best of 5, unprofiled)")
     prof = cProfile.Profile()
     prof.enable()
     for i in range(n):
