@@ -39,35 +39,26 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
-from run_notebooks import _cc  # noqa: E402  (streamlab's claimcheck, by its file)
+import nbformat  # noqa: E402
+from run_notebooks import _cc, kept_claims  # noqa: E402  (claimcheck, by its file)
 
 _HEAD = re.compile(r"claims checked against this run on (.+?): \d+ of \d+ hold")
 
 
 def claims_of(nb: dict) -> dict | None:
-    """A notebook's (JSON) claims cell: figures, on_gpu, device, claims, gpu_claims."""
-    cells = [c for c in nb.get("cells", []) if c.get("cell_type") == "code"
-             and "claims" in c.get("metadata", {}).get("tags", [])]
-    if len(cells) != 1:
+    """A notebook's (JSON) claims cell as run_notebooks keeps it (figures, on_gpu, claims,
+    gpu_claims), with the device its report names."""
+    try:  # (reads() joins a cell's source lines, as a saved notebook holds them)
+        kept = kept_claims(nbformat.reads(json.dumps(nb), as_version=4))
+    except _cc.ClaimError:  # an old commit's claims cell that cannot be read
         return None
-    cell = cells[0]
-    for out in cell.get("outputs", []):
-        kept = out.get("metadata", {}).get(_cc.MIME)
-        if not kept:
-            continue
-        text = out.get("data", {}).get("text/plain", "")
-        text = "".join(text) if isinstance(text, list) else text
-        head = _HEAD.search(text)
-        source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
-        try:
-            conditions = _cc._call(source)
-        except _cc.ClaimError:
-            conditions = {}
-        return {"figures": kept["figures"], "on_gpu": kept["on_gpu"],
-                "device": head.group(1) if head else None,
-                "claims": conditions.get("claims") or {},
-                "gpu_claims": conditions.get("gpu_claims") or {}}
-    return None
+    if kept is None:
+        return None
+    cell = next(c for c in nb["cells"] if c.get("cell_type") == "code"
+                and "claims" in c.get("metadata", {}).get("tags", []))
+    texts = [o.get("data", {}).get("text/plain", "") for o in cell.get("outputs", [])]
+    head = _HEAD.search("".join("".join(t) if isinstance(t, list) else t for t in texts))
+    return dict(kept, device=head.group(1) if head else None)
 
 
 def _git(*args: str) -> str:
