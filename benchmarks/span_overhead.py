@@ -5,9 +5,9 @@
 Host cost: the time the host thread spends in ``with tl.span(name, s): pass`` (two
 events taken from the timeline's pool and recorded), against two bare ``ev.record(s)``
 calls and a kernel launch, in the same run; then the same span while a recorder
-(``streamlab.record_ops``) is on, which takes numba's own events so that the recorder
-sees them. The target (issue 14): a span costs at most 12 us, and at most 1.6 times two
-bare records.
+(``streamlab.record_ops``) is on, which also tells the recorder of each of the two
+records. The targets: a span costs at most 12 us, and at most 1.6 times two bare records
+(issue 14); a span while record_ops is on costs at most 50 us (issue 54).
 
 GPU gap: 200 short kernels in one stream, with and without a span around each. To time
 the GPU alone, the stream is first held by a long spin kernel so that every launch is
@@ -31,6 +31,7 @@ from numba import cuda
 
 #: the stated target, as the table and the results page name it
 TARGET = "target: a span at most 12 us and 1.6 x two records"
+RECORDING_TARGET = "target: a span while record_ops is on at most 50 us"
 #: the exit status when the target is missed
 TARGET_MISSED = 3
 
@@ -104,7 +105,7 @@ def main():
         ("host: two event records", records_us, "us"),
         ("host: one timeline span (2 events)", span_us, "us"),
         ("host: one span over two bare records", span_us / records_us, "x"),
-        ("host: one span while record_ops is on (numba's events)", observed_us, "us"),
+        ("host: one span while record_ops is on", observed_us, "us"),
     ]
     s.synchronize()
     kernels = 200
@@ -124,9 +125,12 @@ def main():
         print("  (simulator: host-clock figures of Python code, not of a GPU)")
         met = None
     else:
-        met = span_us <= 12 and span_us <= 1.6 * records_us
-        print(f"  {TARGET}: {'met' if met else 'NOT met'}")
-        rows.append((TARGET, 1.0 if met else 0.0, "met (1) or not (0)"))
+        met_span = span_us <= 12 and span_us <= 1.6 * records_us
+        met_recording = observed_us <= 50
+        for target, ok in ((TARGET, met_span), (RECORDING_TARGET, met_recording)):
+            print(f"  {target}: {'met' if ok else 'NOT met'}")
+            rows.append((target, 1.0 if ok else 0.0, "met (1) or not (0)"))
+        met = met_span and met_recording
     if args.json:
         with open(args.json, "w") as f:
             json.dump([{"test": "benchmarks/span_overhead.py", "name": n,

@@ -89,6 +89,41 @@ def spans_on(streams, ns, tl, dummy=None, gate_ms=20.0):
     return tl.trace()
 
 
+def test_a_span_while_record_ops_is_on_is_two_records_of_streamlabs_own():
+    """Issue 54: a span under record_ops records two events of the pool and tells the
+    recorder of each as streamlab's own work (once each: CUPTI's watch leaves streamlab's
+    own driver calls alone), around the kernel, and still times it."""
+    warm()
+    s = cuda.stream()
+    tl = Timeline()
+    with streamlab.record_ops():  # the recorder's first look at spin (ms), outside
+        streamlab.spin[1, 1, s](1)
+    with streamlab.record_ops() as ops:
+        streamlab.spin[1, 1, s](streamlab.ms_to_ns(5))  # a hold: the span times the kernel
+        with tl.span("k", s):
+            streamlab.spin[1, 1, s](streamlab.ms_to_ns(0.5))
+    s.synchronize()
+    records = [op for op in ops if op.kind == "record"]
+    launch = ops.launches("spin")[1]
+    assert len(records) == 2 and all(op.internal for op in records), list(map(str, ops))
+    assert records[0].index < launch.index < records[1].index
+    assert not any("driver" in op.detail for op in ops), "a record was reported twice"
+    assert records[0].stream.key() == launch.stream.key()
+    assert tl.trace().spans[0].duration_ms == pytest.approx(0.5, abs=0.1)
+
+
+def test_a_streams_kind_is_asked_of_the_driver_once():
+    """Issue 54: a stream's kind, priority and device are fixed when it is made, so
+    stream_info keeps its first answer for as long as the stream object lives."""
+    s = streamlab.stream(nonblocking=True)
+    first = streamlab.stream_info(s)
+    assert first.kind == "non-blocking"
+    assert streamlab.stream_info(s) is first
+    other = streamlab.stream()
+    assert streamlab.stream_info(other) is not first
+    assert streamlab.stream_info(other).kind == "blocking"
+
+
 def test_eight_streams_run_eight_kernels_at_once(figures):
     warm()
     ns = streamlab.ms_to_ns(5.0)

@@ -157,10 +157,10 @@ def test_where_cupti_cannot_run_one_line_says_so(capsys):
     assert not p.available and "no CUPTI records" in p.summary()
 
 
-def _spans_against_cupti(numba_events: bool):
+def _spans_against_cupti(recording: bool):
     """120 spin kernels of 0.05 to 5 ms on 4 streams, each in a span, under CUPTI: each
-    span beside its kernel. ``numba_events``: spans on numba's own events (as while a
-    recorder is on, and as every span was before the pool), else the lean pooled ones."""
+    span beside its kernel. ``recording``: while record_ops is on (each span's records
+    also told to the recorder), else alone."""
     from numba import cuda
 
     rng = random.Random(14)
@@ -170,7 +170,7 @@ def _spans_against_cupti(numba_events: bool):
     tl = streamlab.Timeline()
     for i, s in enumerate(streams):
         tl.name_stream(s, f"stream {i}")
-    recorder = streamlab.record_ops() if numba_events else contextlib.nullcontext()
+    recorder = streamlab.record_ops() if recording else contextlib.nullcontext()
     with recorder, profile(tl) as prof:
         for i in range(120):
             s = streams[i % 4]
@@ -180,23 +180,23 @@ def _spans_against_cupti(numba_events: bool):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("numba_events", [True, False], ids=["numba events", "pooled events"])
-def test_event_spans_against_cupti_over_a_hundred_kernels(numba_events, figures):
+@pytest.mark.parametrize("recording", [True, False], ids=["recording", "alone"])
+def test_event_spans_against_cupti_over_a_hundred_kernels(recording, figures):
     """Issue 14: event spans against CUPTI's kernel times; published: the median and the
-    largest difference, for spans on numba's events and on the pool's."""
+    largest difference, for spans while record_ops is on and alone."""
     ok, why = cupti_status()
     assert ok, why
-    prof, pairs = _spans_against_cupti(numba_events)
+    prof, pairs = _spans_against_cupti(recording)
     assert len(pairs) == 120, f"only {len(pairs)} spans matched a CUPTI kernel"
     diffs = [p["difference_ms"] * 1000 for p in pairs]
     late = [p["start_late_ms"] * 1000 for p in pairs]
-    how = "numba's events" if numba_events else "the pool's events"
+    how = "while record_ops is on" if recording else "the pool's events"
     figures(f"span minus CUPTI kernel time, median of 120 (0.05-5 ms, 4 streams), {how}",
             round(statistics.median(diffs), 2), "us")
     figures(f"span minus CUPTI kernel time, largest of 120, {how}", round(max(diffs), 2), "us")
     figures(f"kernel start after its span's start, median, {how}",
             round(statistics.median(late), 2), "us")
-    if not numba_events:
+    if not recording:
         figures("CUPTI-to-host clock alignment error", round(prof.clock_error_ms * 1000, 2), "us")
         launches = prof.launch_delays()
         figures("launch delay (launch call's end to kernel start), median of 120",

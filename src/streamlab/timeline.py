@@ -33,8 +33,9 @@ event completes, so GPU times (``origin.elapsed_time(ev)``) and host times
 2.0
 
 ``tl.span`` records the two events for you: on a GPU, bare driver events from a pool
-(cheap for the host), or numba's own events while ``record_ops``, ``race_check`` or the
-model is listening, so that they see them. To show the event calls themselves, record
+(cheap for the host), each record also told to ``record_ops`` and ``race_check`` while
+they listen (as streamlab's own work); on the simulator, numba's own events, which the
+model GPU times. To show the event calls themselves, record
 your own numba events and hand them over with :meth:`Timeline.add`.
 """
 
@@ -51,7 +52,8 @@ from numba import cuda
 from . import _device
 from ._device import device_name
 from .model import simulator_model, timeline_made
-from .ops import internal, observing
+from .ops import emit, internal, observing
+from . import ops as _ops
 from .ops import canonical_handle, stream_info, stream_key
 from .trace import HOST_KINDS, KINDS, Row, Span, Trace, check_kind
 
@@ -164,6 +166,7 @@ class _SpanBlock:
     def __enter__(self):
         tl, name, stream = self.tl, self.name, self.stream
         self.handle = handle = canonical_handle(stream)
+        tl._refuse_capture(name, stream, handle)
         self.key = key = stream_key(handle)
         row = tl._rows.get(key)
         self.row = row.label if row is not None else tl._stream_row(stream)
@@ -177,8 +180,8 @@ class _SpanBlock:
                 f"stream ({self.row}): spans on one stream cannot nest, or the work would "
                 f"count twice. Close the first span before opening the next")
         try:
-            if tl.simulated or observing():
-                # numba's own events, which record_ops, race_check and the model see
+            if tl.simulated:
+                # numba's own events, which the model GPU times
                 tl._check_current_device()
                 self.start, self.end = cuda.event(timing=True), cuda.event(timing=True)
                 with internal():
@@ -186,14 +189,22 @@ class _SpanBlock:
             else:
                 # lean: two events of the pool, recorded by the driver call alone
                 drv, ok = _drv or _driver()
-                err, dev = drv.cuCtxGetDevice()
-                if err != ok or int(dev) != tl.device_id:
-                    tl._check_current_device()
+                if not tl._one_gpu:  # with one GPU, no other can be current
+                    err, dev = drv.cuCtxGetDevice()
+                    if err != ok or int(dev) != tl.device_id:
+                        tl._check_current_device()
                 self.start, self.end = _take_events(tl.device_id)
                 tl._pooled += (self.start, self.end)
                 (err,) = drv.cuEventRecord(self.start.handle, handle)
+                if err != ok and tl._one_gpu:
+                    # a thread with no context current yet: numba makes it current
+                    tl._check_current_device()
+                    (err,) = drv.cuEventRecord(self.start.handle, handle)
                 if err != ok:
                     _fail(err, f"record span {name!r}'s start event")
+                if observing():  # what record_ops and race_check see: streamlab's own
+                    with internal():
+                        emit("record", "event", stream, event=self.start)
         except BaseException:
             if tl._open.get(key) is self:
                 del tl._open[key]
@@ -209,6 +220,9 @@ class _SpanBlock:
                     (err,) = drv.cuEventRecord(self.end.handle, self.handle)
                     if err != ok:
                         _fail(err, f"record span {self.name!r}'s end event")
+                    if observing():
+                        with internal():
+                            emit("record", "event", self.stream, event=self.end)
                 else:
                     with internal():
                         self.end.record(self.stream)
@@ -244,6 +258,8 @@ class Timeline:
         self._origin, self.host_origin_s, self.clock_uncertainty_ms = self._calibrate(
             calibrations
         )
+        # one GPU in the process: a span need not ask which GPU is current (issue 54)
+        self._one_gpu = not self.simulated and len(cuda.gpus) == 1
         self._pooled: list = []  # the pool's events this timeline holds, until it is gone
         if not self.simulated:
             weakref.finalize(self, _give_back, self.device_id, self._pooled)
@@ -374,19 +390,28 @@ class Timeline:
                 f"span {name!r} needs the stream its work goes to. Pass "
                 f"cuda.default_stream() to time work on the default stream."
             )
-        from .graphs import is_capturing
+        return _SpanBlock(self, str(name), stream, kind)
 
-        if is_capturing(stream):
-            # measured on an H200: the events' records become edges of the graph, not
-            # nodes, so no replay records them and reading the span fails later with
-            # CUDA_ERROR_INVALID_VALUE. Refused here, where the mistake is.
+    def _refuse_capture(self, name, stream, handle) -> None:
+        """A span in a stream being captured into a graph is refused. Measured on an
+        H200: the events' records become edges of the graph, not nodes, so no replay
+        records them and reading the span fails later with CUDA_ERROR_INVALID_VALUE.
+        Refused here, where the mistake is. (One driver call on the handle the span has
+        already worked out: issue 54 found the earlier check, which worked the handle out
+        again, the largest part of what made a span dearer.)"""
+        if self.simulated:
+            from .graphs import is_capturing  # the simulator's, chosen at import
+
+            capturing = is_capturing(stream)
+        else:
+            capturing = handle not in (0, 1, 2) and _ops._capturing(handle)
+        if capturing:
             raise TimelineError(
                 f"span {name!r}: its stream is being captured into a graph, where an "
                 f"event's record is an edge between nodes, not a time: no replay would "
                 f"record it. Put the span around the replay instead: "
                 f"`with timeline.span(name, s): graph.launch(Device().create_stream(s))`."
             )
-        return _SpanBlock(self, str(name), stream, kind)
 
     def add(self, name: str, start_event, end_event, stream, kind: str = "kernel") -> None:
         """Add a span from two events that you recorded yourself in ``stream``.
