@@ -19,7 +19,9 @@ is the slack's mean across a GPU's runs over its standard deviation: 3 means tha
 threshold lies three spreads from the typical run. Where both sides are positive in every
 run (times, rates, ratios: their noise multiplies), the slack is taken as a ratio, the
 logarithm of one side over the other, so that a claim far from its threshold is not called
-weak for varying much in absolute terms. ``and`` takes its weakest part, ``or``
+weak for varying much in absolute terms; but not where a side is a difference or an
+``abs()``, which can sit near zero (``abs(x - 1) <= 0.1`` with x at 1.0002), where a
+ratio means nothing. ``and`` takes its weakest part, ``or``
 its strongest (a guard such as ``n_gpus < 2 or ...`` that always holds makes the claim
 safe there); a comparison that never varies is safe (inf) if it held, else -inf. A claim
 seen in one run only has no spread: it is listed, with no margin.
@@ -129,10 +131,13 @@ def slack(node, figures: dict, text: str) -> list:
     if isinstance(node, ast.Compare):
         parts, left = [], node.left
         for op, right in zip(node.ops, node.comparators):
+            scale = _is_scale(left) and _is_scale(right)
             if isinstance(op, (ast.Gt, ast.GtE)):  # (bigger, smaller when it holds)
-                parts.append(("cmp", _num(left, figures, text), _num(right, figures, text)))
+                parts.append(("cmp", _num(left, figures, text), _num(right, figures, text),
+                              scale))
             elif isinstance(op, (ast.Lt, ast.LtE)):
-                parts.append(("cmp", _num(right, figures, text), _num(left, figures, text)))
+                parts.append(("cmp", _num(right, figures, text), _num(left, figures, text),
+                              scale))
             else:  # == and !=: held or not
                 held = _cc._value(ast.Compare(left=left, ops=[op], comparators=[right]),
                                   figures, text)
@@ -140,6 +145,20 @@ def slack(node, figures: dict, text: str) -> list:
             left = right
         return ("and", parts) if len(parts) > 1 else parts[0]
     return 1.0 if _cc._value(node, figures, text) else -1.0  # a figure read as true/false
+
+
+def _is_scale(node) -> bool:
+    """Is this side a quantity whose noise multiplies (a time, a rate, a count, or a sum,
+    product or ratio of them)? A difference or an ``abs()`` is not: it can sit near zero,
+    where a ratio to it means nothing (``abs(x - 1) <= 0.1`` with x at 1.0002)."""
+    for n in ast.walk(node):
+        if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Sub):
+            return False
+        if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub):
+            return False
+        if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "abs":
+            return False
+    return True
 
 
 def margin(trees: list) -> float | None:
@@ -153,7 +172,7 @@ def margin(trees: list) -> float | None:
         return min(parts) if kind == "and" else max(parts)
     if isinstance(first, tuple):  # a comparison: its slack, by ratio where it can be
         pairs = [(t[1], t[2]) for t in trees]
-        if all(big > 0 and small > 0 for big, small in pairs):
+        if all(t[3] for t in trees) and all(big > 0 and small > 0 for big, small in pairs):
             values = [math.log(big / small) for big, small in pairs]
         else:
             values = [big - small for big, small in pairs]
@@ -220,8 +239,16 @@ def _m(m: float | None) -> str:
     return f"{m:.1f}"
 
 
+def stated(r: dict) -> bool:
+    """Does the claim's text say that what it reads varies (and with what)? Such a claim
+    is listed apart: its reader is told not to take its figure as fixed."""
+    return "varies" in r["claim"]
+
+
 def page(rows: list[dict], under: float) -> str:
-    weak = [r for r in rows if r["margin"] is not None and r["margin"] < under]
+    low = [r for r in rows if r["margin"] is not None and r["margin"] < under]
+    weak = [r for r in low if not stated(r)]
+    said = [r for r in low if stated(r)]
     out = ["# Every claim's margin across the kept GPU runs", "",
            "Written by `scripts/claim_margins.py` from the committed notebooks' history and "
            "the run records in `docs/runs/`: each lesson's claims as written today, applied "
@@ -229,11 +256,17 @@ def page(rows: list[dict], under: float) -> str:
            "mean over its standard deviation across one GPU's runs (see the script). "
            "\"safe\": the same on every run (or a guard that always holds).", "",
            f"**{len(weak)} of {len(rows)} claim rows have a margin under {under:g} "
-           f"spreads.**", ""]
-    if weak:
+           f"spreads** and a text that does not say how much it varies; {len(said)} more "
+           f"have such a margin and a text that says so.", ""]
+    for title, group in (("", weak), (f"### Under {under:g} spreads, the text saying that "
+                                      f"it varies", said)):
+        if not group:
+            continue
+        if title:
+            out += [title, ""]
         out += ["| lesson | claim | GPU | runs | failed | margin | values |",
                 "| --- | --- | --- | ---: | ---: | ---: | --- |"]
-        for r in sorted(weak, key=lambda r: r["margin"]):
+        for r in sorted(group, key=lambda r: r["margin"]):
             out.append(_row(r))
         out.append("")
     out += ["## Every claim", "", "| lesson | claim | GPU | runs | failed | margin | values |",
