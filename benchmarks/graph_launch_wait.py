@@ -144,11 +144,19 @@ def driver_exec(graph_handle):
     return ok(drv.cuGraphInstantiate(graph_handle, 0))
 
 
-def driver_exec_with_params(graph_handle):
-    """As cuda.core's complete() makes it: cuGraphInstantiateWithParams, default params."""
+def driver_exec_with_params(graph_handle, flags: int = 0):
+    """cuGraphInstantiateWithParams with these instantiate flags (default parameters
+    otherwise)."""
     drv = driver()
-    return ok(drv.cuGraphInstantiateWithParams(graph_handle,
-                                               drv.CUDA_GRAPH_INSTANTIATE_PARAMS()))
+    params = drv.CUDA_GRAPH_INSTANTIATE_PARAMS()
+    params.flags = flags
+    return ok(drv.cuGraphInstantiateWithParams(graph_handle, params))
+
+
+def exec_flags(exec_handle) -> int:
+    """The flags an executable graph was instantiated with (cuGraphExecGetFlags)."""
+    drv = driver()
+    return int(ok(drv.cuGraphExecGetFlags(exec_handle)))
 
 
 def launch_ms(p: Program, launch, hold_ms: float) -> float:
@@ -168,6 +176,9 @@ def launch_ms(p: Program, launch, hold_ms: float) -> float:
 def right(p: Program) -> bool:
     both = min(p.k, p.n) * PART
     return bool((p.buf.copy_to_host()[:both] == 2.0).all())
+
+
+flags_seen: list = []  # the instantiate flags of complete()'s executables
 
 
 def variants(k: int, node: bool, row) -> None:
@@ -209,10 +220,25 @@ def variants(k: int, node: bool, row) -> None:
         lambda: ok(drv.cuGraphLaunch(ex, hs)), p)
     p = fresh()
     b, gh, shape = capture_core(p)
-    ex3 = driver_exec_with_params(gh)
-    hs3 = drv.CUstream(handle_of(p.origin))
-    row("cuGraphInstantiateWithParams", k, node, shape,
-        lambda: ok(drv.cuGraphLaunch(ex3, hs3)), p)
+    g = b.complete()
+    made_with = exec_flags(g.handle)
+    print(f"complete()'s executable graph: instantiate flags {made_with:#x}", flush=True)
+    flags_seen.append(made_with)
+    # each instantiate flag alone, and complete()'s own, through the driver
+    for flag in sorted({0, 1, 4, 8, made_with}):
+        if flag & 2:  # UPLOAD needs an upload stream: the upload rows cover it
+            continue
+        p = fresh()
+        b, gh, shape = capture_core(p)
+        try:
+            ex3 = driver_exec_with_params(gh, flag)
+        except Exception as e:  # a flag this graph refuses: a row saying so
+            row(f"cuGraphInstantiateWithParams, flags {flag:#x}", k, node, shape,
+                lambda: (_ for _ in ()).throw(e), p)
+            continue
+        hs3 = drv.CUstream(handle_of(p.origin))
+        row(f"cuGraphInstantiateWithParams, flags {flag:#x}", k, node, shape,
+            lambda: ok(drv.cuGraphLaunch(ex3, hs3)), p)
     p = fresh()
     other = cuda.stream()
     b, gh, shape = capture_core(p)
@@ -258,6 +284,12 @@ def page(result: dict) -> str:
                                                      "cuda.core complete()",
                                                      "complete()"))]
     lines += ["", "## What the rows show", ""]
+    if result.get("complete_flags"):
+        lines.append("- cuda.core's `complete()` made its executable graphs with instantiate "
+                     "flags " + ", ".join(f"`{f:#x}`" for f in result["complete_flags"]) +
+                     " (`cuGraphExecGetFlags`); the rows `cuGraphInstantiateWithParams, "
+                     "flags ...` make the same captured graph with each flag through the "
+                     "driver.")
     if waited:
         made = sorted({r["how"] for r in waited})
         lines.append(f"- Launches that returned only after the hold: {len(waited)} of "
@@ -336,7 +368,8 @@ def main(argv=None) -> int:
             if k == 64 and n == 64:
                 variants(k, node, row)
     result = {"device": streamlab.device_name(),
-              "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "rows": rows}
+              "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "rows": rows,
+              "complete_flags": sorted(set(flags_seen))}
     if a.json:
         with open(a.json, "w") as f:
             json.dump(result, f, indent=1)

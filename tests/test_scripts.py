@@ -692,3 +692,61 @@ def test_the_span_profile_runs_each_path_and_refuses_bad_input(tmp_path):
     bad = subprocess.run([sys.executable, script, "--n", "10"], capture_output=True,
                          text=True, env=env, timeout=300)
     assert bad.returncode == 2 and "at least 50 calls" in bad.stderr
+
+
+def _benchmark(name: str):
+    """A benchmark script as a module, loaded by its file."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"bench_{name}",
+                                                  ROOT / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("name, page, data", [
+    ("graph_launch_wait", "graph-launch-wait.md", "graph-launch-wait.json"),
+    ("exercise_hold", "exercise-hold.md", "exercise-hold.json")])
+def test_issue_54s_gpu_pages_are_what_their_kept_runs_give(name, page, data):
+    """docs/graph-launch-wait.md and docs/exercise-hold.md are written by the benchmark
+    that measured them, from its kept JSON (docs/runs/2026-11-27-issue54/)."""
+    kept = json.loads((ROOT / "docs" / "runs" / "2026-11-27-issue54" / data).read_text())
+    assert _benchmark(name).page(kept) == (ROOT / "docs" / page).read_text(), \
+        f"run benchmarks/{name}.py --page docs/runs/2026-11-27-issue54/{data} --out docs/{page}"
+
+
+def test_the_graph_page_says_which_launches_waited_and_how_they_were_made():
+    """The page's summary comes from the rows: a launch that waited out the hold is named by
+    how its graph was made, and complete()'s graphs are split by consumers."""
+    bench = _benchmark("graph_launch_wait")
+    rows = [dict(how="cuda.core capture, complete()", k=8, n=n, rendezvous_node=False,
+                 nodes=8 + n, edges=8 * n, idle_ms=0.05, behind_hold_ms=held, hold_ms=10.0,
+                 right=True) for n, held in ((8, 0.06), (64, 10.1))]
+    rows.append(dict(how="driver capture, cuGraphInstantiate", k=64, n=64,
+                     rendezvous_node=False, nodes=128, edges=4096, idle_ms=0.07,
+                     behind_hold_ms=0.08, hold_ms=10.0, right=True))
+    text = bench.page({"device": "GPU", "date": "today", "rows": rows})
+    assert "1 of 3 rows, made as: cuda.core capture, complete()." in text
+    assert "had n = 64 consumers; those that did not, n = 8." in text
+    rows[1]["behind_hold_ms"] = 0.07
+    assert "No launch waited for the hold" in bench.page({"device": "GPU", "date": "d",
+                                                          "rows": rows})
+
+
+def test_the_results_page_names_what_the_model_does_not_know():
+    """Issue 54 item 5: a model row off by more than 15 % in some run is named under the
+    model's table, with its errors, the GPU's own spread and what the model leaves out."""
+    def record(err, measured):
+        return {"model": {"profile": "p", "median_abs_error_pct": abs(err), "rows": [
+            {"experiment": "04: 256 MB pageable h2d beside a 30 ms kernel",
+             "predicted_ms": measured * (1 + err / 100), "measured_ms": measured,
+             "error_pct": err}]}}
+    lines = gpu_results.model_limits([record(28.0, 30.0), record(-5.0, 40.0)])
+    text = "\n".join(lines)
+    assert "**What the model does not know.**" in text
+    assert "off by -5.0 % to +28.0 % (1 of 2 runs beyond 15 %)" in text
+    assert "The GPU measured 30.000 to 40.000 ms across these runs, a spread of 33 %" in text
+    assert "the one rate for pageable copies" in text
+    assert "Every row is within 15 %" in "\n".join(
+        gpu_results.model_limits([record(5.0, 30.0), record(-3.0, 31.0)]))

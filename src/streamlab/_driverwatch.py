@@ -35,7 +35,8 @@ import threading
 from . import ops
 from .streams import PER_THREAD_HANDLE, DriverEvent, DriverStream
 
-_state = {"subscriber": None, "unavailable": None, "taken": "", "errors": []}
+_state = {"subscriber": None, "unavailable": None, "taken": "", "errors": [],
+          "exit": None}  # exit: CUPTI's API_EXIT site, once subscribed
 _lock = threading.Lock()
 
 
@@ -109,14 +110,15 @@ def _table():
     }
 
 
-_watched: dict = {}
+_watched: dict = {}  # cbid -> (what, params class, per-thread variant)
 
 
 def _callback(userdata, domain, cbid, data) -> None:
-    from cupti import cupti
-
+    # every watched call comes twice, on entry and on exit: the entry is dropped at once,
+    # without an import (the span benchmark's profile found the import a large part of a
+    # callback's cost while a recorder listens; issue 54)
     try:
-        if data.callback_site != cupti.ApiCallbackSite.API_EXIT:
+        if data.callback_site != _state["exit"]:
             return
         what, params_cls, ptsz = _watched[cbid]
         params = params_cls.from_ptr(data.function_params, readonly=True) \
@@ -200,6 +202,7 @@ def _listening(on: bool) -> None:
 
             if not _watched:
                 _watched.update({int(k): v for k, v in _table().items()})
+            _state["exit"] = cupti.ApiCallbackSite.API_EXIT
             try:
                 sub = cupti.subscribe(_callback, None)
             except Exception as err:  # noqa: BLE001  (CUPTI takes one subscriber at a time)
