@@ -19,8 +19,8 @@ is the slack's mean across a GPU's runs over its standard deviation: 3 means tha
 threshold lies three spreads from the typical run. Where both sides are positive in every
 run (times, rates, ratios: their noise multiplies), the slack is taken as a ratio, the
 logarithm of one side over the other, so that a claim far from its threshold is not called
-weak for varying much in absolute terms; but not where a side is a difference or an
-``abs()``, which can sit near zero (``abs(x - 1) <= 0.1`` with x at 1.0002), where a
+weak for varying much in absolute terms; but not where a side is a difference, an
+``abs()`` or a figure named ``*_err`` (the lessons' relative errors), which can sit near zero (``abs(x - 1) <= 0.1`` with x at 1.0002), where a
 ratio means nothing. ``and`` takes its weakest part, ``or``
 its strongest (a guard such as ``n_gpus < 2 or ...`` that always holds makes the claim
 safe there); a comparison that never varies is safe (inf) if it held, else -inf. A claim
@@ -150,8 +150,11 @@ def slack(node, figures: dict, text: str) -> list:
 def _is_scale(node) -> bool:
     """Is this side a quantity whose noise multiplies (a time, a rate, a count, or a sum,
     product or ratio of them)? A difference or an ``abs()`` is not: it can sit near zero,
-    where a ratio to it means nothing (``abs(x - 1) <= 0.1`` with x at 1.0002)."""
+    where a ratio to it means nothing (``abs(x - 1) <= 0.1`` with x at 1.0002); nor is a
+    figure named ``*_err``, which the lessons compute as such an error."""
     for n in ast.walk(node):
+        if isinstance(n, ast.Name) and n.id.endswith("_err"):
+            return False  # the course's *_err figures are errors: abs(a / b - 1), near zero
         if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Sub):
             return False
         if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub):
