@@ -96,6 +96,9 @@ def stale(change: dict) -> tuple[list[str], list[str]]:
     for path in executed():
         name = rel(path)
         saved = json.loads(path.read_text())["metadata"].get(provenance.KEY, {})
+        if not saved:  # no GPU run yet (a learner's copy remade from changed code): owed
+            continue   # a run already, so no change makes it stale
+
         ran = saved.get("ran")
         if ran is None:
             raise SystemExit(f"{name}: its stamp does not say what it ran (an older stamp): "
