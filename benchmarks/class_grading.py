@@ -252,7 +252,7 @@ def stage_finish(d: Path, out: Path | None, record: Path | None, argv) -> None:
         out.write_text("# Grading a class on Dask, on GPUs\n\nWritten by "
                        "`benchmarks/class_grading.py " + " ".join(argv) + f"` on "
                        f"{time.strftime('%Y-%m-%d')}, from the judge stage's "
-                       "judged.json (kept beside the class run's record, in docs/runs/class/raw/)."
+                       "judged.json (kept beside the class run's record, in data/runs/class/raw/)."
                        "\n\n" + table + "\n")
 
 
@@ -275,7 +275,7 @@ def main(argv=None) -> int:
                     "what each way can in S seconds a lab, and leave the rest out (the "
                     "largest class one command of a GPU machine grades)")
     ap.add_argument("--record", type=Path, help="with --stage finish: also write the run as "
-                    "JSON (kept in docs/runs/class/, shown in docs/gpu-results.md)")
+                    "JSON (kept in data/runs/class/, shown in docs/gpu-results.md)")
     ap.add_argument("--timeout", type=float, default=10, help="seconds a part may run")
     ap.add_argument("--no-serial", action="store_true", help="skip the serial autograde")
     ap.add_argument("--out", type=Path, help="write the table to this page")

@@ -6,7 +6,7 @@ its margin in units of its own spread across runs.
 A run is kept in two places, and both are read:
 - the committed notebooks' history (git): each commit of a lesson holds one GPU run's
   claims cell, whose output keeps the figures it measured and the device;
-- the run records in ``docs/runs/*.json`` that ``scripts/run_notebooks.py`` writes, which
+- the run records in ``data/runs/*.json`` that ``scripts/run_notebooks.py`` writes, which
   keep each run's claims (``claims``), a failed run's too (a run that failed, and so was
   never committed, is counted).
 The same run found in both is counted once (by its figures).
@@ -91,9 +91,9 @@ def history_runs(path: str) -> list[dict]:
 
 
 def record_runs(path: str) -> list[dict]:
-    """The runs of a notebook that docs/runs/*.json keep with their claims."""
+    """The runs of a notebook that data/runs/*.json keep with their claims."""
     out = []
-    for rec in sorted((ROOT / "docs" / "runs").glob("*.json")):
+    for rec in sorted((ROOT / "data" / "runs").glob("*.json")):
         try:
             data = json.loads(rec.read_text())
         except (OSError, json.JSONDecodeError):
@@ -254,7 +254,7 @@ def page(rows: list[dict], under: float) -> str:
     said = [r for r in low if stated(r)]
     out = ["# Every claim's margin across the kept GPU runs", "",
            "Written by `scripts/claim_margins.py` from the committed notebooks' history and "
-           "the run records in `docs/runs/`: each lesson's claims as written today, applied "
+           "the run records in `data/runs/`: each lesson's claims as written today, applied "
            "to every kept GPU run that measured what they read. The margin is the slack's "
            "mean over its standard deviation across one GPU's runs (see the script). "
            "\"safe\": the same on every run (or a guard that always holds).", "",

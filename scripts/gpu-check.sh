@@ -149,7 +149,7 @@ if [ "$PART" != notebooks ]; then
   fi
   nb_json=$OUT/notebooks.json
   [ "$PART" = tests ] && nb_json=${NOTEBOOKS_JSON:-}
-  # record.json: this run's record, to keep in docs/runs/results/ (the course's page is
+  # record.json: this run's record, to keep in data/runs/results/ (the course's page is
   # made from the kept records, each GPU's run in its own column)
   # shellcheck disable=SC2086  # junits and figures are lists of paths
   python3 scripts/gpu_results.py --doctor "$OUT/doctor.txt" --tests $figures \

@@ -7,7 +7,7 @@
 #          (carry .whl, .whl-class and .class-bench; the rest of the arguments go to the
 #          judge stage; $OUT gets judged.json and judge.log)
 #   here:  python benchmarks/class_grading.py --stage finish --dir .class-bench \
-#            --out docs/class-grading-gpu.md --record docs/runs/class/DATE-GPU.json
+#            --out docs/class-grading-gpu.md --record data/runs/class/DATE-GPU.json
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "${1:-}" = --fetch ]; then

@@ -1,9 +1,9 @@
 """Write docs/gpu-compare.md: each GPU's run of the course, side by side.
 
-    python scripts/gpu_compare.py            # writes the page from docs/runs/*.json
+    python scripts/gpu_compare.py            # writes the page from data/runs/*.json
     python scripts/gpu_compare.py --check    # fails if the page is not what the runs give
 
-Each file in docs/runs/ is the JSON that ``scripts/run_notebooks.py --json`` wrote on a GPU
+Each file in data/runs/ is the JSON that ``scripts/run_notebooks.py --json`` wrote on a GPU
 (``YYYY-MM-DD-name.json``), kept as it came back. The page puts every notebook's headline
 figures, and every lab solution's check lines, in one column a run, so that a figure that
 differs between GPUs is seen to differ. The GPU of a run is the ``device`` line its
@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-RUNS = ROOT / "docs" / "runs"
+RUNS = ROOT / "data" / "runs"
 PAGE = ROOT / "docs" / "gpu-compare.md"
 
 
@@ -102,7 +102,7 @@ def page(runs: list[dict]) -> str:
     lines = [
         "# Each GPU's run, side by side",
         "",
-        "Written by `scripts/gpu_compare.py` from the runs kept in `docs/runs/` (what",
+        "Written by `scripts/gpu_compare.py` from the runs kept in `data/runs/` (what",
         "`scripts/run_notebooks.py` measured on each GPU). Every notebook and lab solution,",
         "executed top to bottom; each column is one run. A figure that differs between GPUs",
         "is one the lessons' text does not state as a number: their claims hold it to what",
@@ -116,7 +116,7 @@ def page(runs: list[dict]) -> str:
         times = sorted({_times(x) for x in r["results"].values()})
         span = str(times[0]) if len(times) == 1 else f"{times[0]} to {times[-1]}"
         lines.append(f"| {head} | {r['gpu']} | {len(r['results'])} | {span} | {failed} | "
-                     f"[{r['file']}](runs/{r['file']}) |")
+                     f"[{r['file']}](../data/runs/{r['file']}) |")
     paths = sorted({p for r in runs for p in r["results"]},
                    key=lambda p: (p.startswith("solutions/"), p))
     for path in paths:

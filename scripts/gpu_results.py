@@ -7,10 +7,10 @@ On the GPU machine, at the end of scripts/gpu-check.sh:
 
 writes that run's record (R.json: every figure the run measured, the test totals, and the
 GPU, driver and versions that its doctor printed) and a page of that run alone. The
-records kept in docs/runs/results/ (one per GPU run) make the course's page:
+records kept in data/runs/results/ (one per GPU run) make the course's page:
 
-    python scripts/gpu_results.py --from-records docs/runs/results/*.json --out docs/gpu-results.md
-    (with the class grader's runs on GPUs kept in docs/runs/class/)
+    python scripts/gpu_results.py --from-records data/runs/results/*.json --out docs/gpu-results.md
+    (with the class grader's runs on GPUs kept in data/runs/class/)
     python scripts/gpu_results.py --check        (fails if docs/gpu-results.md is not
                                                   what the kept records give)
 
@@ -28,9 +28,9 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-RECORDS = ROOT / "docs" / "runs" / "results"
+RECORDS = ROOT / "data" / "runs" / "results"
 #: runs of the class grader on GPUs (benchmarks/class_grading.py --stage finish --record)
-CLASS_RUNS = ROOT / "docs" / "runs" / "class"
+CLASS_RUNS = ROOT / "data" / "runs" / "class"
 PAGE = ROOT / "docs" / "gpu-results.md"
 #: what a record's "versions" holds, read from the doctor's lines of the same names
 VERSIONS = ("python", "numba", "numba-cuda", "numpy", "cuda-bindings", "cuda-core",
@@ -398,7 +398,7 @@ def page(records, class_runs=()) -> str:
         "# Measured on a GPU",
         "",
         "Written by `scripts/gpu_results.py` from the records that `scripts/gpu-check.sh`",
-        "wrote on each GPU (kept in `docs/runs/results/`): every figure comes from that",
+        "wrote on each GPU (kept in `data/runs/results/`): every figure comes from that",
         "run's own measurements, one column a run. Exact values vary from run to run and",
         "from GPU to GPU; the lessons' claims hold them to what the device reports or what",
         "the same run measured. [gpu-compare.md](gpu-compare.md) has every kept notebook",
@@ -449,9 +449,9 @@ def main(argv=None) -> int:
             want = page(kept_records(), kept_class_runs())
             if not PAGE.exists() or PAGE.read_text() != want:
                 shown = PAGE.relative_to(ROOT) if PAGE.is_relative_to(ROOT) else PAGE
-                print(f"{shown} is not what docs/runs/results/ and docs/runs/class/ "
+                print(f"{shown} is not what data/runs/results/ and data/runs/class/ "
                       f"give: run python scripts/gpu_results.py --from-records "
-                      f"docs/runs/results/*.json --out {shown}", file=sys.stderr)
+                      f"data/runs/results/*.json --out {shown}", file=sys.stderr)
                 return 1
             return 0
         class_runs = []

@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "src" / "streamlab"
 LEDGER = ROOT / "docs" / "owed.json"
 README = ROOT / "README.md"
-RUNS = ROOT / "docs" / "runs"
+RUNS = ROOT / "data" / "runs"
 TAG = "owed-gpu-run"
 #: the README's marks beside an owed notebook's link (:func:`mark`)
 MARK_RE = re.compile(r" \*\((?:outputs from a GPU run of [^)]*, older than its code|no GPU run "
@@ -189,7 +189,8 @@ def with_banner(nb: dict, entry: dict | None) -> dict:
         title = next((i for i, c in enumerate(cells) if c["cell_type"] == "markdown"
                       and "".join(c["source"]).lstrip().startswith("# ")), 0)
         cells.insert(title + 1, {"cell_type": "markdown", "id": TAG, "metadata": {"tags": [TAG]},
-                                 "source": banner_text(entry)})
+                                 # as JupyterLab saves a cell: its lines, in a list
+                                 "source": banner_text(entry).splitlines(keepends=True)})
     return dict(nb, cells=cells)
 
 

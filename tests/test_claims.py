@@ -218,7 +218,7 @@ def test_a_claim_that_cannot_fail_is_found():
 
 def test_the_capstone_pipeline_held_its_bound_in_three_gpu_runs_in_a_row():
     """Issue 13: the capstone's pipeline is within 10 % of its bound, run after run, in
-    the GPU runs kept in docs/runs/results/ (which docs/gpu-results.md shows): three runs
+    the GPU runs kept in data/runs/results/ (which docs/gpu-results.md shows): three runs
     in a row at least on one GPU, and every kept run of it within the 10 %."""
     sys.path.insert(0, str(ROOT / "scripts"))
     import gpu_results

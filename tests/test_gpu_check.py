@@ -114,7 +114,7 @@ def test_the_parts_page_counts_what_each_part_ran(tmp_path):
     runs = tmp_path / "nb.json"
     runs.write_text('{"a.ipynb": {"seconds": 3.0, "error": null, "at": "2026-11-27T09:00:00Z"},'
                     ' "b.ipynb": {"seconds": 4.5, "error": "x", "at": "2026-11-27T09:01:00Z"}}')
-    doctor = ROOT / "docs" / "runs" / "2026-11-27-owed-h100-tests" / "doctor.txt"
+    doctor = ROOT / "data" / "runs" / "2026-11-27-owed-h100-tests" / "doctor.txt"
     out = tmp_path / "page.md"
     assert gpu_parts.main(["--doctor", str(doctor), "--part", f"t1={junit}",
                            "--part", f"notebooks (a=b)={runs}", "--out", str(out)]) == 0
@@ -151,7 +151,7 @@ def test_the_recorder_cost_page_is_written_from_its_json():
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import recorder_cost
 
-    data = ROOT / "docs" / "runs" / "2026-11-27-recorder2-tests" / "recorder-cost.json"
+    data = ROOT / "data" / "runs" / "2026-11-27-recorder2-tests" / "recorder-cost.json"
     page = (ROOT / "docs" / "recorder-cost.md").read_text()
     import io
     from contextlib import redirect_stdout

@@ -164,3 +164,17 @@ def test_no_link_names_a_heading_in_a_markdown_file():
     bad = [f"{p.relative_to(ROOT)}: {link}" for p, text in texts.items()
            for link in re.findall(r"\]\(([^)\s]+\.md#[^)\s]*)\)", text)]
     assert bad == [], bad
+
+
+@pytest.mark.parametrize("path", sorted([*(ROOT / "notebooks").glob("*.ipynb"),
+                                         *(ROOT / "solutions").glob("*/*.ipynb"),
+                                         *(ROOT / "labs").glob("*/*.ipynb")]),
+                         ids=lambda p: p.stem[:28])
+def test_a_committed_notebook_is_as_jupyter_saves_it(path):
+    """Opening a notebook in JupyterLab and saving it changes nothing: each committed
+    notebook is byte for byte what nbformat (JupyterLab's writer) makes of it. An owed-run
+    banner once wrote its cell's source as one string, which JupyterLab saves as a list of
+    lines: every lesson with a banner then changed on opening (tests/test_browser.py)."""
+    raw = path.read_text()
+    assert nbformat.writes(nbformat.reads(raw, as_version=4)) + "\n" == raw, \
+        f"{path.relative_to(ROOT)} is not as JupyterLab saves it: write it with nbformat"

@@ -48,7 +48,8 @@ def course(tmp_path, monkeypatch):
     (package / "mod.py").write_text(_MOD)
     (tmp_path / "notebooks").mkdir()
     (tmp_path / "solutions" / "lab01__x").mkdir(parents=True)
-    (tmp_path / "docs" / "runs").mkdir(parents=True)
+    (tmp_path / "data" / "runs").mkdir(parents=True)
+    (tmp_path / "docs").mkdir()
     files = {"notebooks/00__a__SOLUTION.ipynb": ("00 · A", "ran()", [2], 30),
              "notebooks/00__a.ipynb": ("00 · A", "pass", [1], 40),
              "solutions/lab01__x/lab01__x.ipynb": ("Lab 01 · X", "ran()", [1, 2], 500)}
@@ -60,7 +61,7 @@ def course(tmp_path, monkeypatch):
         "| 01 | [X](labs/lab01__x/lab01__x.ipynb) | ready |\n")
     for name, value in (("ROOT", tmp_path), ("PACKAGE", package),
                         ("LEDGER", tmp_path / "docs" / "owed.json"),
-                        ("README", tmp_path / "README.md"), ("RUNS", tmp_path / "docs" / "runs")):
+                        ("README", tmp_path / "README.md"), ("RUNS", tmp_path / "data" / "runs")):
         monkeypatch.setattr(owed, name, value)
     monkeypatch.setattr(owed, "head", lambda: "0123456789ab")
     return tmp_path
@@ -88,8 +89,8 @@ def test_an_unlisted_stale_notebook_fails_a_listed_stale_one_passes_a_listed_cur
     assert owed.problems() == []
     solved = json.loads((course / "notebooks/00__a__SOLUTION.ipynb").read_text())
     assert solved["cells"][2]["metadata"]["tags"] == [owed.TAG], "the banner under the title"
-    assert "GPU run of 2026-11-20" in solved["cells"][2]["source"]
-    assert "`mod.py: ran`" in solved["cells"][2]["source"]
+    assert "GPU run of 2026-11-20" in "".join(solved["cells"][2]["source"])
+    assert "`mod.py: ran`" in "".join(solved["cells"][2]["source"])
     learner = json.loads((course / "notebooks/00__a.ipynb").read_text())
     assert owed.banner_of(learner) is None
     readme = (course / "README.md").read_text()
@@ -203,3 +204,13 @@ def test_a_labs_learner_copy_never_carries_its_solutions_banner():
     out, _ = namespace["DropRunStamp"]().preprocess(nb, {})
     assert [c.source for c in out.cells] == ["# Lab", "x = 1"]
     assert provenance.KEY not in out.metadata
+
+
+def test_a_banner_is_written_as_jupyterlab_saves_a_cell():
+    """The banner's source is a list of lines, as JupyterLab saves a cell: a string there
+    made every notebook with a banner change when a learner merely opened it."""
+    nb = {"cells": [{"cell_type": "markdown", "metadata": {}, "source": ["# 00 · A\n"]}]}
+    entry = {"changed": ["mod.py: ran"], "outputs_from": "2026-11-27"}
+    cell = owed.with_banner(nb, entry)["cells"][1]
+    assert owed._is_banner(cell) and isinstance(cell["source"], list) and cell["source"]
+    assert "".join(cell["source"]) == owed.banner_text(entry)

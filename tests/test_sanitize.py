@@ -93,7 +93,7 @@ def test_the_sanitizer_page_is_the_kept_runs_table():
     and none in any lab solution."""
     import json
 
-    rows = json.loads((ROOT / "docs" / "runs" / "sanitizer" / "2026-11-26-h100.json")
+    rows = json.loads((ROOT / "data" / "runs" / "sanitizer" / "2026-11-26-h100.json")
                       .read_text())
     assert sanitize.table(rows) in (ROOT / "docs" / "sanitizer.md").read_text()
     assert all(r["ok"] for r in rows)

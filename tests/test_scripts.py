@@ -314,7 +314,7 @@ import gpu_compare  # noqa: E402
 
 
 def test_the_comparison_page_is_what_the_kept_runs_give():
-    """docs/gpu-compare.md is written from docs/runs/ alone: a hand edit, or a run added
+    """docs/gpu-compare.md is written from data/runs/ alone: a hand edit, or a run added
     without rewriting the page, fails here."""
     assert gpu_compare.main(["--check"]) == 0, "run python scripts/gpu_compare.py"
     runs = [gpu_compare.load(p) for p in sorted(gpu_compare.RUNS.glob("*.json"))]
@@ -402,7 +402,7 @@ def test_the_grading_benchmark_refuses_bad_input_plainly(args, says):
 
 
 def test_the_results_page_is_what_the_kept_records_give(monkeypatch, tmp_path):
-    """docs/gpu-results.md is written from docs/runs/results/ alone, and the kept records
+    """docs/gpu-results.md is written from data/runs/results/ alone, and the kept records
     show what issue 29 asks: an H100 and an H200, every notebook and lab solution on each,
     passing in every run, three runs in a row on the H100 (lesson 07 ten), and the GPU
     tests passing on both."""
@@ -466,7 +466,7 @@ def test_class_runs_on_gpus_make_a_section_and_bad_ones_say_what_to_do(tmp_path)
     assert gpu_results.label(record(visible=None)).startswith(record()["gpu"])
     kept = gpu_results.kept_class_runs()
     assert any(r["how"].endswith("2 GPUs") for k in kept for r in k["rows"]), \
-        "issue 36: the class grader's two-GPU run is kept in docs/runs/class/"
+        "issue 36: the class grader's two-GPU run is kept in data/runs/class/"
 
 
 def test_the_gpu_class_script_says_what_it_lacks(tmp_path):
@@ -499,7 +499,7 @@ def test_the_numba_cuda_mlir_page_is_what_its_kept_run_gives():
     sys.path.insert(0, str(ROOT / "scripts"))
     import try_numba_cuda_mlir
 
-    source = "docs/runs/numba-cuda-mlir/2026-11-26-h100.json"
+    source = "data/runs/numba-cuda-mlir/2026-11-26-h100.json"
     report = json.loads((ROOT / source).read_text())
     assert (ROOT / "docs" / "numba-cuda-mlir.md").read_text() == \
         try_numba_cuda_mlir.page(report, source), \
@@ -711,10 +711,10 @@ def _benchmark(name: str):
     ("exercise_hold", "exercise-hold.md", "exercise-hold.json")])
 def test_issue_54s_gpu_pages_are_what_their_kept_runs_give(name, page, data):
     """docs/graph-launch-wait.md and docs/exercise-hold.md are written by the benchmark
-    that measured them, from its kept JSON (docs/runs/2026-11-27-issue54/)."""
-    kept = json.loads((ROOT / "docs" / "runs" / "2026-11-27-issue54" / data).read_text())
+    that measured them, from its kept JSON (data/runs/2026-11-27-issue54/)."""
+    kept = json.loads((ROOT / "data" / "runs" / "2026-11-27-issue54" / data).read_text())
     assert _benchmark(name).page(kept) == (ROOT / "docs" / page).read_text(), \
-        f"run benchmarks/{name}.py --page docs/runs/2026-11-27-issue54/{data} --out docs/{page}"
+        f"run benchmarks/{name}.py --page data/runs/2026-11-27-issue54/{data} --out docs/{page}"
 
 
 def test_the_graph_page_says_which_launches_waited_and_how_they_were_made():

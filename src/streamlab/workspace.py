@@ -5,8 +5,8 @@ files: what a learner writes, runs and saves (JupyterLab saves on its own every 
 minutes) stays in the copy, and the course stays as it was committed. The copy is made on
 first use, in ``my-work/`` inside the course folder (ignored by git), or where
 ``STREAMLAB_WORKSPACE`` says. It holds the contents table (``README.md``), the lessons (the
-solved copies too, which the contents table links), the labs and ``docs/``; not the labs'
-solutions.
+solved copies too, which the contents table links), the labs, ``docs/`` and the run records
+that its pages link to (``data/``); not the labs' solutions.
 
 Each start brings the copy up to date with the course, file by file:
 
@@ -350,9 +350,10 @@ def _copied_bytes(rel: str, src: Path) -> bytes:
 
 def course_files(course: Path) -> dict[str, Path]:
     """The files of ``course`` that a learner works in or reads, by path relative to the
-    course: the contents table, the lessons (both copies), the labs and docs/."""
+    course: the contents table, the lessons (both copies), the labs, docs/ and the run
+    records its pages link to (data/)."""
     files = {"README.md": course / "README.md"}
-    for top in ("notebooks", "labs", "docs"):
+    for top in ("notebooks", "labs", "docs", "data"):
         base = course / top
         if not base.is_dir():
             continue
