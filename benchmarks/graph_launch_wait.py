@@ -12,15 +12,17 @@ behind a hold (best of three), and the graph's nodes and edges:
 
 * the lesson's program captured with cuda.core: m producers, a rendezvous stream that only
   waits and records, n consumers. The rendezvous stream holds no node, so the capture ties
-  every consumer to every producer (m x n edges), for m = n = 4, 8, 16, 32, 64;
+  every consumer to every producer (m x n edges), for m = n = 4 to 64, and for 64
+  producers with 8 consumers and 8 with 64;
 * the same with a rendezvous node: a one-thread kernel in the rendezvous stream between
   its m waits and its record (m + n edges);
 * the m = n = 64 programs made executable and launched each other way: cuda.core's
   ``complete()`` without ``upload``, launched with ``cuGraphLaunch``, uploaded to another
   stream; cuda.core's capture instantiated with the driver's ``cuGraphInstantiate``
   (flags 0), with and without ``cuGraphUpload``, and with ``cuGraphInstantiateWithParams``
-  (the call ``complete()`` makes, default parameters); the program captured with the
-  driver's ``cuStreamBeginCapture``: which step makes the launch wait.
+  (the call cuda.core's source makes) with each instantiate flag and with the flags
+  ``complete()``'s own executable reports (``cuGraphExecGetFlags``); the program captured
+  with the driver's ``cuStreamBeginCapture``: which step makes the launch wait.
 
 ``--out`` writes the results page (``--page`` rebuilds it from a kept ``--json``).
 
