@@ -136,7 +136,6 @@ def test_a_doctored_output_fails_ci_and_the_gpu_run(tmp_path):
     target, claim = doctored(lesson, tmp_path)
     _, failed = check_notebook(target)
     assert claim in failed
-    sys.path.insert(0, str(ROOT / "scripts"))
     try:
         import run_notebooks
     finally:
@@ -220,7 +219,6 @@ def test_the_capstone_pipeline_held_its_bound_in_three_gpu_runs_in_a_row():
     """Issue 13: the capstone's pipeline is within 10 % of its bound, run after run, in
     the GPU runs kept in data/runs/results/ (which docs/gpu-results.md shows): three runs
     in a row at least on one GPU, and every kept run of it within the 10 %."""
-    sys.path.insert(0, str(ROOT / "scripts"))
     import gpu_results
 
     name = "notebooks/10__capstone__streamed_pipeline.ipynb"

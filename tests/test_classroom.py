@@ -17,7 +17,6 @@ import nbformat
 import pytest
 from labtools import ROOT, needs_nbgrader, nbgrader
 
-sys.path.insert(0, str(ROOT / "scripts"))
 import make_class  # noqa: E402
 
 LAB = "lab05__host_functions"  # two light parts: a class grades in seconds a learner
@@ -298,7 +297,6 @@ def test_a_hanging_part_dies_with_its_grader(tmp_path, mode):
     (["--stage", "judge", "--dir", "D", "--within", "0"], "--within 0: give the seconds"),
 ])
 def test_the_class_benchmark_refuses_what_it_cannot_do(args, said, capsys, tmp_path):
-    sys.path.insert(0, str(ROOT / "benchmarks"))
     import class_grading
 
     args = [str(tmp_path / "D") if a == "D" else a for a in args]
@@ -308,7 +306,6 @@ def test_the_class_benchmark_refuses_what_it_cannot_do(args, said, capsys, tmp_p
 
 
 def test_the_class_benchmarks_finish_stage_needs_the_judge_stage(tmp_path):
-    sys.path.insert(0, str(ROOT / "benchmarks"))
     import class_grading
 
     (tmp_path / "stage.json").write_text(json.dumps({"n": 1, "labs": [LAB]}))

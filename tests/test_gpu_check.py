@@ -58,9 +58,6 @@ def test_each_failure_has_an_exit_status_of_its_own(gpu_check):
 
 
 def test_a_missed_target_is_said_at_the_top_of_the_results_page():
-    import sys
-
-    sys.path.insert(0, str(ROOT / "scripts"))
     import gpu_results
 
     record = {"gpu": "NVIDIA test", "visible": 1, "date": "2026-11-27 10:00 UTC",
@@ -103,9 +100,6 @@ def test_a_test_that_asks_for_the_simulator_in_a_child_says_so_to_streamlab_too(
 
 
 def test_the_parts_page_counts_what_each_part_ran(tmp_path):
-    import sys
-
-    sys.path.insert(0, str(ROOT / "scripts"))
     import gpu_parts
 
     junit = tmp_path / "t1.xml"
@@ -125,9 +119,6 @@ def test_the_parts_page_counts_what_each_part_ran(tmp_path):
 
 
 def test_a_change_is_stale_by_module_for_every_notebook_that_imported_it_and_by_what_ran_for_fewer():
-    import sys
-
-    sys.path.insert(0, str(ROOT / "scripts"))
     import stale_by_change
 
     some = stale_by_change.executed()[0]
@@ -146,9 +137,6 @@ def test_a_change_is_stale_by_module_for_every_notebook_that_imported_it_and_by_
 
 
 def test_the_recorder_cost_page_is_written_from_its_json():
-    import sys
-
-    sys.path.insert(0, str(ROOT / "benchmarks"))
     import recorder_cost
 
     data = ROOT / "data" / "runs" / "2026-11-27-recorder2-tests" / "recorder-cost.json"

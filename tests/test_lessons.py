@@ -13,7 +13,6 @@ import pytest
 from IPython.core.inputtransformer2 import TransformerManager
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
 
 import make_lessons  # noqa: E402
 

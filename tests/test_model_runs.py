@@ -14,7 +14,6 @@ import pytest
 from streamlab import provenance, workspace
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
 import make_lessons  # noqa: E402
 import model_runs  # noqa: E402
 

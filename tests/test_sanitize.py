@@ -11,7 +11,6 @@ import sys
 import pytest
 from labtools import ROOT
 
-sys.path.insert(0, str(ROOT / "scripts"))
 import sanitize  # noqa: E402
 
 

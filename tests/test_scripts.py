@@ -12,7 +12,6 @@ import pytest
 from nbformat.v4 import new_code_cell, new_notebook, new_output
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
 
 import gpu_results  # noqa: E402
 import run_notebooks  # noqa: E402
@@ -496,7 +495,6 @@ def test_the_gpu_class_script_says_what_it_lacks(tmp_path):
 
 def test_the_numba_cuda_mlir_page_is_what_its_kept_run_gives():
     """docs/numba-cuda-mlir.md (issue 31's forward path) is written from the kept run."""
-    sys.path.insert(0, str(ROOT / "scripts"))
     import try_numba_cuda_mlir
 
     source = "data/runs/numba-cuda-mlir/2026-11-26-h100.json"
@@ -513,7 +511,6 @@ def test_the_numba_cuda_mlir_page_is_what_its_kept_run_gives():
 def test_the_trace_counts_the_package_files_a_path_passes_through():
     """scripts/trace_files.py (issue 31: how many of the package's files one span becoming
     a bar, and one exercise's verdict, pass through) counts what a traced path entered."""
-    sys.path.insert(0, str(ROOT / "scripts"))
     import trace_files
 
     trace_files.span_to_bar()

@@ -159,7 +159,6 @@ def own_tests(tmp_path, figures, *args) -> dict:
 
 def the_script():
     """scripts/numba_own_tests.py, as a module."""
-    sys.path.insert(0, str(ROOT / "scripts"))
     try:
         import numba_own_tests
     finally:
