@@ -29,6 +29,7 @@ import json
 import sys
 import time
 
+import kept_page  # (beside this script)
 import streamlab
 from numba import cuda
 from streamlab.exercises.lesson06 import HOLD_NS, KERNEL_NS, check_exercise1
@@ -138,19 +139,11 @@ def cold(profiled: bool):
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=40)
-    ap.add_argument("--json")
-    ap.add_argument("--out", help="write the results page (markdown) here")
-    ap.add_argument("--page", help="run nothing: write --out from this kept --json")
+    kept_page.add_options(ap)
     a = ap.parse_args(argv)
-    if a.page:
-        if not a.out:
-            print("--page needs --out: where to write the page", file=sys.stderr)
-            return 2
-        with open(a.page) as f:
-            text = page(json.load(f))
-        with open(a.out, "w") as f:
-            f.write(text)
-        return 0
+    again = kept_page.page_again(a, page)
+    if again is not None:
+        return again
     if streamlab.on_simulator():
         print("exercise_hold: a GPU fact; run it on a GPU", file=sys.stderr)
         return 2
@@ -173,15 +166,7 @@ def main(argv=None) -> int:
     setting("after profile", a.runs, rows)
     heap = [[i] for i in range(3_000_000)]  # noqa: F841  (kept alive on purpose)
     setting("big heap", a.runs, rows)
-    result = {"device": streamlab.device_name(),
-              "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-              "fresh_windows_ms": fresh, "settings": rows}
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(result, f, indent=1)
-    if a.out:
-        with open(a.out, "w") as f:
-            f.write(page(result))
+    kept_page.keep(a, page, streamlab.device_name(), fresh_windows_ms=fresh, settings=rows)
     return 0
 
 

@@ -30,11 +30,11 @@ A table, not a test. GPU only: the simulator charges a graph launch one call by 
 """
 
 import argparse
-import json
 import sys
 import time
 
 import numpy as np
+import kept_page  # (beside this script)
 import streamlab
 from numba import cuda
 from streamlab.ops import handle_of
@@ -310,19 +310,11 @@ def page(result: dict) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--json", help="also write the rows to this file")
-    ap.add_argument("--out", help="write the results page (markdown) here")
-    ap.add_argument("--page", help="run nothing: write --out from this kept --json")
+    kept_page.add_options(ap)
     a = ap.parse_args(argv)
-    if a.page:
-        if not a.out:
-            print("--page needs --out: where to write the page", file=sys.stderr)
-            return 2
-        with open(a.page) as f:
-            text = page(json.load(f))
-        with open(a.out, "w") as f:
-            f.write(text)
-        return 0
+    again = kept_page.page_again(a, page)
+    if again is not None:
+        return again
     if streamlab.on_simulator():
         print("graph_launch_wait: a GPU fact; the simulator charges a graph launch one call "
               "by design. Run it on a GPU.", file=sys.stderr)
@@ -369,15 +361,7 @@ def main(argv=None) -> int:
                 lambda: g.launch(cst), p)
             if k == 64 and n == 64:
                 variants(k, node, row)
-    result = {"device": streamlab.device_name(),
-              "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "rows": rows,
-              "complete_flags": sorted(set(flags_seen))}
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(result, f, indent=1)
-    if a.out:
-        with open(a.out, "w") as f:
-            f.write(page(result))
+    kept_page.keep(a, page, streamlab.device_name(), rows=rows, complete_flags=sorted(set(flags_seen)))
     return 0
 
 

@@ -70,11 +70,10 @@ def gpu_time_ms(s, kernels, with_spans, tl):
     return start.elapsed_time(end)
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--json", help="also write the figures to this file")
-    args = ap.parse_args()
-
+def host_paths():
+    """The paths the host's cost is measured on, each a call of its own: a span, one and
+    two bare event records, a launch; a warmed stream, and the span's timeline, with them
+    (benchmarks/span_profile.py profiles the same ones)."""
     s = cuda.stream()
     streamlab.spin[1, 1, s](10)
     s.synchronize()
@@ -94,6 +93,18 @@ def main():
     def two_records():
         ev.record(s)
         ev.record(s)
+
+    return s, tl, dict(span=span, record=record, launch=launch, two_records=two_records)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--json", help="also write the figures to this file")
+    args = ap.parse_args()
+
+    s, tl, paths = host_paths()
+    span, record, launch, two_records = (paths[k] for k in ("span", "record", "launch",
+                                                             "two_records"))
 
     span_us = host_cost_us(span, stream=s)
     records_us = host_cost_us(two_records, stream=s)

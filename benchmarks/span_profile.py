@@ -19,9 +19,8 @@ import pstats
 import sys
 
 import streamlab
-from numba import cuda
 
-from span_overhead import host_cost_us  # the benchmark's own timing (same folder)
+from span_overhead import host_cost_us, host_paths  # the benchmark's own (same folder)
 
 
 def profile(name: str, fn, stream, n: int, top: int) -> None:
@@ -52,25 +51,12 @@ def main(argv=None) -> int:
         print(f"--n {a.n} --top {a.top}: profile at least 50 calls and show at least one "
               f"function", file=sys.stderr)
         return 2
-    s = cuda.stream()
-    streamlab.spin[1, 1, s](10)
-    s.synchronize()
-    tl = streamlab.Timeline()
-    ev = cuda.event()
-
-    def span():
-        with tl.span("x", s):
-            pass
-
-    def two_records():
-        ev.record(s)
-        ev.record(s)
-
+    s, _, paths = host_paths()
     print(f"span profile on {streamlab.device_name()}")
-    profile("two bare records", two_records, s, a.n, a.top)
-    profile("a timeline span", span, s, a.n, a.top)
+    profile("two bare records", paths["two_records"], s, a.n, a.top)
+    profile("a timeline span", paths["span"], s, a.n, a.top)
     with streamlab.record_ops():
-        profile("a span under record_ops", span, s, max(50, a.n // 4), a.top)
+        profile("a span under record_ops", paths["span"], s, max(50, a.n // 4), a.top)
     return 0
 
 

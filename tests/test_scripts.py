@@ -693,14 +693,10 @@ def test_the_span_profile_runs_each_path_and_refuses_bad_input(tmp_path):
 
 
 def _benchmark(name: str):
-    """A benchmark script as a module, loaded by its file."""
-    import importlib.util
+    """A benchmark script as a module (benchmarks/ is on the tests' path: pyproject.toml)."""
+    import importlib
 
-    spec = importlib.util.spec_from_file_location(f"bench_{name}",
-                                                  ROOT / "benchmarks" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return importlib.import_module(name)
 
 
 @pytest.mark.parametrize("name, page, data", [
@@ -748,3 +744,26 @@ def test_the_results_page_names_what_the_model_does_not_know():
     assert "the one rate for pageable copies" in text
     assert "Every row is within 15 %" in "\n".join(
         gpu_results.model_limits([record(5.0, 30.0), record(-3.0, 31.0)]))
+
+
+def test_a_benchmark_page_is_written_after_a_run_and_again_from_its_kept_json(tmp_path):
+    """benchmarks/kept_page.py: --json and --out after a run; --page writes the same page
+    from the kept JSON, and refuses without --out."""
+    import argparse
+
+    import kept_page
+
+    def page(result):
+        return f"{result['device']}: {result['n']}\n"
+
+    ap = argparse.ArgumentParser()
+    kept_page.add_options(ap)
+    a = ap.parse_args(["--json", str(tmp_path / "r.json"), "--out", str(tmp_path / "p.md")])
+    assert kept_page.page_again(a, page) is None
+    result = kept_page.keep(a, page, "GPU X", n=3)
+    assert json.loads((tmp_path / "r.json").read_text()) == result and result["date"]
+    assert (tmp_path / "p.md").read_text() == "GPU X: 3\n"
+    again = ap.parse_args(["--page", str(tmp_path / "r.json"), "--out", str(tmp_path / "q.md")])
+    assert kept_page.page_again(again, page) == 0
+    assert (tmp_path / "q.md").read_text() == "GPU X: 3\n"
+    assert kept_page.page_again(ap.parse_args(["--page", str(tmp_path / "r.json")]), page) == 2
