@@ -37,7 +37,7 @@ import numpy as np
 import kept_page  # (beside this script)
 import streamlab
 from numba import cuda
-from streamlab.ops import handle_of
+from streamlab.streams import handle_of
 
 PART, THREADS = 1024, 256
 HOLD_MS = 10.0

@@ -112,6 +112,54 @@ def test_a_span_while_record_ops_is_on_is_two_records_of_streamlabs_own():
     assert tl.trace().spans[0].duration_ms == pytest.approx(0.5, abs=0.1)
 
 
+def test_reading_a_timeline_tells_the_race_check_the_host_waited():
+    """Issue 54 (found in review): trace() waits on the span pool's own events, and the
+    recorders hear of it as they hear of numba's Event.synchronize/query: a sync (or
+    query) of the very event the span recorded, as streamlab's own."""
+    warm()
+    s = cuda.stream()
+    tl = Timeline()
+    with streamlab.record_ops() as ops:
+        with tl.span("k", s):
+            streamlab.spin[1, 1, s](streamlab.ms_to_ns(2))
+        tl.trace()
+    end = [op for op in ops if op.kind == "record"][-1].event
+    waits = [op for op in ops if op.kind in ("sync", "query") and op.event is end]
+    assert waits and all(op.internal for op in waits), list(map(str, ops))
+    assert any(op.kind == "sync" or op.detail.get("result") for op in waits)
+
+
+def test_a_span_is_a_threads_first_cuda_call_with_the_pool_empty():
+    """Issue 54 (found in review): a worker thread whose first CUDA call is a span, when
+    the pool must make events, has no context current; the pool makes the timeline's GPU
+    current and makes them (cuEventCreate alone fails with CUDA_ERROR_INVALID_CONTEXT)."""
+    from streamlab import timeline as tmod
+
+    warm()
+    tl = Timeline()
+    s = cuda.stream()
+    with tmod._pool_lock:
+        kept = tmod._pool.pop(tl.device_id, [])
+    errors = []
+
+    def worker():
+        try:
+            with tl.span("first call", s):
+                pass
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    try:
+        t = threading.Thread(target=worker)
+        t.start()
+        t.join()
+        assert not errors, errors
+        assert tl.trace().spans[0].duration_ms >= 0
+    finally:
+        with tmod._pool_lock:
+            tmod._pool.setdefault(tl.device_id, []).extend(kept)
+
+
 def test_a_streams_kind_is_asked_of_the_driver_once():
     """Issue 54: a stream's kind, priority and device are fixed when it is made, so
     stream_info keeps its first answer for as long as the stream object lives."""

@@ -555,7 +555,7 @@ def test_a_builder_the_driver_ended_is_kept_for_good_the_others_let_go(monkeypat
     import sys
 
     capturing = {}
-    monkeypatch.setattr("streamlab.ops._capturing", lambda h: capturing.get(h, False))
+    monkeypatch.setattr("streamlab.streams.capturing", lambda h: capturing.get(h, False))
     # whether the builder holds a graph the driver knows (read from the driver on a GPU,
     # held to cuda.core there by test_invalidated_captures_no_longer_kill_the_process)
     monkeypatch.setattr(graphs, "_holds_graph", lambda b: b.state == "ended with a graph")
@@ -594,9 +594,9 @@ def test_an_invalidated_capture_the_driver_has_not_ended_is_still_capturing(monk
     b = _Builder("invalidated")
     from streamlab.streams import handle_of
 
-    monkeypatch.setattr("streamlab.ops._capturing", lambda h: h == handle_of(b.stream))
+    monkeypatch.setattr("streamlab.streams.capturing", lambda h: h == handle_of(b.stream))
     assert graphs._ended_without_graph(b) is None
-    monkeypatch.setattr("streamlab.ops._capturing", lambda h: False)
+    monkeypatch.setattr("streamlab.streams.capturing", lambda h: False)
     assert graphs._ended_without_graph(b) is True
 
 

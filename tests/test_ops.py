@@ -149,7 +149,7 @@ def test_host_functions_are_recorded_in_their_stream():
         call = streamlab.launch_host_func(s, lambda: None, name="post 0")
     call.wait(timeout=10)
     (op,) = ops.host_functions()
-    assert op.name == "post 0" and op.stream == streamlab.ops._ref(s)
+    assert op.name == "post 0" and op.stream == streamlab.streams.ref_of(s)
 
 
 def test_waits_for_accepts_event_order_and_explains_each_mistake():
@@ -240,7 +240,7 @@ def test_streamlab_loaded_through_a_path_with_dots_is_still_the_librarys_code(tm
     code = (f"import sys; sys.path.insert(0, {dotted!r})\n"
             "import streamlab.ops as ops\n"
             "f = ops.__file__; print('LOADED', f)\n"
-            "print('LIBRARY', f.startswith(ops._library_dirs()))\n")
+            "print('LIBRARY', f.startswith(ops.library_dirs()))\n")
     env = dict(os.environ, STREAMLAB_QUIET="1", NUMBA_ENABLE_CUDASIM="1",
                STREAMLAB_DEVICE="sim")  # (a GPU run of the tests exports STREAMLAB_DEVICE=gpu)
     env.pop("PYTHONPATH", None)

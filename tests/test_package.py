@@ -170,3 +170,57 @@ def test_the_binding_finder_finds_a_name_bound_twice(tmp_path):
     assert top_level_bindings(src) == {"threading": [1], "_pending": [2, 7], "f": [4], "x": [8]}
     (tmp_path / "n.py").write_text("a, (b, *c) = 1, (2, 3)\nclass K:\n    pass\n\n\nclass K:\n    pass\n")
     assert top_level_bindings(tmp_path / "n.py") == {"a": [1], "b": [1], "c": [1], "K": [2, 6]}
+
+
+# --- the package's shape, measured (issue 55; scripts/package_shape.py) ------------------
+def _shape():
+    import package_shape
+
+    return package_shape.measure()
+
+
+def test_no_module_reads_or_imports_another_modules_private_names():
+    """Issue 55: a module that writes another's private state (the simulator's stream
+    table, a capture lane) is coupling that nobody can see from the outside; each such
+    use goes through a named function now."""
+    private = _shape()["private"]
+    assert private == [], f"private names used across modules: {private}"
+
+
+def test_ops_holds_the_recorder_alone_and_no_module_outgrows_today():
+    """Issue 55: ops.py is under 700 lines (it was 1,476, with six jobs). Issue 55 asks
+    700 of every module; sim/fill.py (795) and model.py (757) are over it still, so the
+    test holds them at today's length, to come down."""
+    lines = _shape()["lines"]
+    assert lines["ops.py"] < 700, lines["ops.py"]
+    over = {name: n for name, n in lines.items() if n > 800}
+    assert not over, f"modules over 800 lines: {over}"
+
+
+def test_the_package_keeps_no_more_state_or_code_than_today():
+    """Issue 55: mutable module-level objects (64 after the split of ops.py; the issue
+    asks 30) and code lines (10,792; the issue asks fewer than before its work, 10,699 by
+    this measure) only come down."""
+    shape = _shape()
+    assert len(shape["mutable"]) <= 64, shape["mutable"]
+    assert shape["code_lines"] <= 10_800, shape["code_lines"]
+
+
+def test_the_shape_measures_find_what_they_count(tmp_path, monkeypatch):
+    import package_shape
+
+    root = tmp_path / "streamlab"
+    root.mkdir()
+    monkeypatch.setattr(package_shape, "PACKAGE", root)
+    src = ('"""Doc."""\nimport threading\n_state = {}\nKINDS = ["a"]\n_tls = threading.local()\n'
+           '# a comment\n\ndef f():\n    """Doc\n    string."""\n    return 1\n')
+    (root / "ops.py").write_text(src)
+    assert package_shape.code_lines(src) == 6
+    assert [m.split(" ")[0] for m in package_shape.mutable_globals(root / "ops.py")] == [
+        "streamlab.ops._state", "streamlab.ops._tls"]
+    user = root / "user.py"
+    user.write_text("from .ops import _tls\nfrom . import ops as o\nx = o._lock\n"
+                    "from .ops import f\ny = o.f\n")
+    assert [u.split(" ")[0] for u in package_shape.private_uses(user)] == [
+        "streamlab.ops._tls", "streamlab.ops._lock"]
+    assert package_shape.private_uses(root / "ops.py") == []  # its own names are its own

@@ -284,7 +284,7 @@ def test_a_streamref_is_its_own_streamref():
     and in the grader (a transcript's StreamRefs) alike."""
     from numba import cuda
 
-    from streamlab.ops import StreamRef
+    from streamlab.streams import StreamRef
 
     ref = StreamRef.of(cuda.stream())
     assert StreamRef.of(ref) is ref

@@ -139,6 +139,68 @@ def test_uninstall_puts_back_every_object_on_a_gpu():
     assert out["stream_class"] == "numba.cuda.cudadrv.driver.Stream", out["stream_class"]
 
 
+STDLIB = textwrap.dedent('''
+    import asyncio.base_events, concurrent.futures, json, queue, sys, threading
+    methods = {"Thread.start": (threading.Thread, "start"),
+               "Thread.join": (threading.Thread, "join"),
+               "Event.set": (threading.Event, "set"), "Event.wait": (threading.Event, "wait"),
+               "Future.set_result": (concurrent.futures.Future, "set_result"),
+               "Future.result": (concurrent.futures.Future, "result"),
+               "Queue.put": (queue.Queue, "put"), "Queue.get": (queue.Queue, "get"),
+               "Queue._put": (queue.Queue, "_put"),
+               "LifoQueue._put": (queue.LifoQueue, "_put"),
+               "call_soon_threadsafe": (asyncio.base_events.BaseEventLoop,
+                                        "call_soon_threadsafe")}
+    before = {k: vars(o)[n] for k, (o, n) in methods.items()}
+
+    def replaced():
+        return sorted(k for k, (o, n) in methods.items() if vars(o).get(n) is not before[k])
+
+    import streamlab
+    seen = {"after import": replaced()}
+    with streamlab.record_ops():
+        seen["inside record_ops"] = replaced()
+    seen["after record_ops"] = replaced()
+    with streamlab.race_check():
+        seen["inside race_check"] = replaced()
+    seen["after race_check"] = replaced()
+    from numba import cuda
+    s = cuda.stream()
+    streamlab.spin[1, 1, s](1000)
+    s.synchronize()
+    seen["after work"] = replaced()
+    streamlab.uninstall()
+    seen["after uninstall"] = replaced()
+    print(json.dumps(seen))
+''')
+
+
+@pytest.mark.parametrize("model", ["", "off"])
+def test_import_alone_leaves_threading_and_queue_as_they_were(model):
+    """Issue 55: the standard library's thread hand-overs (Thread.start/join, Event,
+    Future, the queues, call_soon_threadsafe) are replaced only while something needs
+    them (streamlab.handovers): a recording or race check, and on the simulator the model
+    GPU once it has timed work (it keeps each thread's host clock). Import alone, and the
+    end of a recording, leave them the standard library's own."""
+    env = dict(os.environ, STREAMLAB_QUIET="1", STREAMLAB_DEVICE="sim",
+               NUMBA_ENABLE_CUDASIM="1", STREAMLAB_MODEL=model)
+    env.pop("STREAMLAB_RACE_CHECK", None)
+    r = subprocess.run([sys.executable, "-c", STDLIB], capture_output=True, text=True,
+                       env=env, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    seen = json.loads(r.stdout.strip().splitlines()[-1])
+    every = sorted(["Thread.start", "Thread.join", "Event.set", "Event.wait",
+                    "Future.set_result", "Future.result", "Queue.put", "Queue.get",
+                    "Queue._put", "LifoQueue._put", "call_soon_threadsafe"])
+    assert seen["after import"] == [], seen
+    assert seen["inside record_ops"] == every, seen
+    assert seen["after record_ops"] == [], seen
+    assert seen["inside race_check"] == every, seen
+    assert seen["after race_check"] == [], seen
+    assert seen["after work"] == (every if model != "off" else []), seen
+    assert seen["after uninstall"] == [], seen
+
+
 def own_tests(tmp_path, figures, *args) -> dict:
     """scripts/numba_own_tests.py run (on the simulator, or with --gpu): it must find the
     same outcome for every test both ways, and have run some. Its totals become figures."""

@@ -14,7 +14,7 @@ from . import _device, _mode
 
 _chosen = _mode.choose()
 _mode.activate(_chosen)
-_device._set_mode(_chosen)
+_device.set_mode(_chosen)
 
 from numba import cuda as _cuda  # noqa: E402  (must follow the mode choice)
 
@@ -53,7 +53,9 @@ from .trace import to_chrome_trace  # noqa: E402
 from .graphs import (GraphError, GraphShape, core_stream, end_capture, graph_builder,  # noqa: E402
                      graph_shape, join)
 from .hostfn import HostCall, HostFuncError, launch_host_func, stream_done  # noqa: E402
-from .ops import Op, OpLog, Region, StreamRef, host_access, is_pinned, record_ops  # noqa: E402
+from .ops import host_access, Op, OpLog, record_ops  # noqa: E402
+from .regions import is_pinned, Region
+from .streams import StreamRef
 from .order import Race, RaceError, find_races, race_check  # noqa: E402
 from .trace import COLOURS, KINDS  # noqa: E402
 from . import model  # noqa: E402

@@ -11,10 +11,21 @@ SIMULATOR = False
 SIMULATOR_NAME = "CUDA simulator"
 
 
-def _set_mode(mode) -> None:
+def set_mode(mode) -> None:
+    """Choose the device mode (streamlab/__init__.py, once, before any other module)."""
     global SIMULATOR
     _state["mode"] = mode
     SIMULATOR = bool(mode.simulator)
+
+
+def mode():
+    """The mode chosen when streamlab was imported (:mod:`streamlab._mode`)."""
+    return _state["mode"]
+
+
+def set_model_label(label: str) -> None:
+    """Name the model GPU that times the simulator's work, for :func:`describe`."""
+    _state["model"] = label
 
 
 def on_simulator() -> bool:

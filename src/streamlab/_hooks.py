@@ -19,14 +19,14 @@ on the simulator (:func:`streamlab.sim.fill.install_recording`)
     from the host, and the kernel call. Events, streams and ``cuda.synchronize`` are
     streamlab's own there (:mod:`streamlab.sim.fill`), which record themselves.
 
-on both, between host threads (:func:`streamlab.ops.watch_threads`)
+on both, between host threads (:func:`streamlab.handovers.watch_threads`)
     ``Thread.start`` and ``Thread.join``, and what one thread hands another
     (``loop.call_soon_threadsafe``, ``threading.Event``, ``concurrent.futures.Future``,
     ``queue.Queue``): how a host function's news, or a worker's, orders the thread that
     receives it.
 
 What a copy or a launch reads and writes is described once, for both modes, by the
-recorder (:func:`streamlab.ops.copy_op`, :func:`streamlab.ops.launch_op`).
+recorder (:func:`streamlab.kernels.copy_op`, :func:`streamlab.kernels.launch_op`).
 """
 
 from __future__ import annotations
@@ -37,11 +37,11 @@ import threading
 
 import numpy as np
 
-from . import _patching
-from . import ops
-from . import _device
-from .ops import Region, allocation, copy_op, describe_array, device_owner, emit, \
-    host_owner, launch_op, observing, region_of
+from . import _device, _patching, handovers, ops
+from .kernels import copy_op, launch_op
+from .ops import emit, observing
+from .regions import (Region, allocation, describe_array, device_owner, host_owner, is_pinned,
+                      pinned_address, region_of)
 
 _tls = threading.local()
 _installed = {"done": False}
@@ -64,7 +64,7 @@ def install() -> None:
         fill.install_recording()
     else:
         _install_gpu()
-    ops.watch_threads(_patching.patch)
+    handovers.watch_threads()
     _installed["done"] = True
 
 
@@ -76,6 +76,7 @@ def uninstall() -> None:
     the simulator itself (``NUMBA_ENABLE_CUDASIM``, set before numba was imported) stays.
     Afterwards numba behaves as if streamlab had never been imported; recording, race
     checks and, on the simulator, the model GPU's times are gone with it."""
+    handovers.stop_watching()
     _patching.undo_all()
     _installed["done"] = False
 
@@ -124,7 +125,7 @@ def _install_gpu() -> None:
         ptr = driver.host_pointer(obj, readonly=True)
         owner = host_owner(obj) if not isinstance(obj, int) else None
         return Region(ptr, ptr + size, f"the host array ({describe_array(obj)})",
-                      allocation(owner), host=True), ops._pinned_address(ptr)
+                      allocation(owner), host=True), pinned_address(ptr)
 
     def regions(direction, dst, src, size):
         """What one of numba's four driver copy functions reads and writes."""
@@ -212,7 +213,7 @@ def _install_gpu_argument_copies() -> None:
         what = f"the host array ({describe_array(hint.value)})"
         device = Region(devary.ptr, devary.ptr + nbytes,
                         f"the device copy of {what[4:]}", allocation(devary))
-        return region_of(hint.value, what), device, ops.is_pinned(hint.value)
+        return region_of(hint.value, what), device, is_pinned(hint.value)
 
     def handle(stream) -> int:
         return int(getattr(stream, "handle", stream) or 0)

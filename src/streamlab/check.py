@@ -1,4 +1,6 @@
-"""Checks for labs: each failure says what is wrong and hints at the fix.
+"""The checks' vocabulary, in one module: what every exercise and lab check says.
+
+Each failure says what is wrong and hints at the fix.
 
 The checks read what code *did* (an :class:`~streamlab.OpLog` from
 :func:`~streamlab.record_ops`), what it *computed*, and, on a GPU, how it *overlapped*
@@ -19,17 +21,46 @@ The checks read what code *did* (an :class:`~streamlab.OpLog` from
 Traceback (most recent call last):
 ...
 streamlab.check.CheckFailed: kernel 'k' went to the legacy default stream 2 times: ...
+
+**Rules over what code did**: each a small named function over the record of operations
+(:class:`~streamlab.OpLog`) that fails the check with a message saying what was wrong
+and what to do, or returns what it measured.
+
+They judge the skill rather than the calls: *the host worked while the GPU did* rather
+than *do_work was called*; *every copy of the pipeline was asynchronous* rather than
+*a copy was issued*.
+
+>>> import numpy as np, streamlab
+>>> from numba import cuda
+>>> from streamlab import check
+>>> s = cuda.stream()
+>>> d = cuda.device_array(4, np.float32)
+>>> with streamlab.record_ops() as ops:
+...     _ = d.copy_to_host(np.zeros(4, np.float32), stream=s)   # into pageable memory
+>>> check.pinned_copies_only(ops, "the pipeline")
+Traceback (most recent call last):
+...
+streamlab.check.CheckFailed: the pipeline: 1 of 1 copies between host and device used pageable host memory ...
+
+**A part's verdict** (:func:`part`, :class:`NotDoneYet`, :func:`no_races`, ...): how a
+learner's error becomes one line that says what to change.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
+import threading
 
 import numpy as np
 from numba import cuda
 
+from . import _device
+from . import ops as _ops
 from ._device import on_simulator
-from .ops import OpLog, StreamRef, internal
+from .ops import OpLog, internal
+from .order import Order, analyze, checked_here
+from .streams import StreamRef
 from .trace import Span, Trace
 
 
@@ -258,3 +289,268 @@ def _model_on() -> bool:
     from .model import simulator_model
 
     return simulator_model() is not None
+
+
+# --- rules over what code did, and a part's verdict -------------------------------------
+def _in_host_function() -> bool:
+    # set by streamlab.hostfn while a host function that a stream launched runs
+    return _ops.current_host_function() is not None
+
+
+def pinned_copies_only(ops: OpLog, label: str) -> None:
+    """Every copy between host and device that the code issued used pinned host memory,
+    so that none made the host wait (a copy from or into pageable memory is synchronous
+    whatever stream it is given). ``label`` names the code in the message."""
+    between = [op for op in ops.copies() if op.name in ("h2d", "d2h")]
+    pageable = [op for op in between if not op.pinned]
+    if pageable:
+        fail(f"{label}: {len(pageable)} of {len(between)} copies between host and "
+                   f"device used pageable host memory ({pageable[0].describe()}), so the "
+                   f"host waited for each: copy from and into the pinned buffers you were "
+                   f"given (fill them in place, buf[:] = x, instead of replacing them)")
+
+
+class HostWork:
+    """Host work to hand to the code under check, that notes when and where it ran.
+
+    Call the object as the work itself (``host_work()``); afterwards
+    :meth:`while_gpu_busy` says how many calls ran on the caller's own thread before the
+    GPU's work was known to be done, which is what overlapping host work with GPU work
+    means. ``work`` is what each call does (nothing, by default).
+    """
+
+    def __init__(self, ops: OpLog, work=None):
+        self._ops = ops
+        self._work = work
+        self.starts: list[tuple[int, str]] = []  # (ops recorded so far, thread name)
+        self.in_stream = 0  # calls run by a stream (a host function), not by the host
+        self.caller = threading.current_thread().name
+
+    def __call__(self, *args, **kwargs):
+        self.starts.append((len(self._ops), threading.current_thread().name))
+        self.in_stream += _in_host_function()
+        if self._work is not None:
+            return self._work(*args, **kwargs)
+        return None
+
+    @property
+    def calls(self) -> int:
+        """How many times the code called it."""
+        return len(self.starts)
+
+    def while_gpu_busy(self, label: str) -> int:
+        """The calls made on the caller's thread while the GPU's work was not yet known to
+        be done: before the code's first host wait (a synchronize) and before an
+        ``event.query()`` first answered True. Fails, saying why, if none was; returns
+        the count."""
+        elsewhere = sorted({t for _, t in self.starts if t != self.caller})
+        if self.in_stream or elsewhere:
+            where = "in a host function of a stream" if self.in_stream else f"on {elsewhere[0]}"
+            fail(f"{label}: the host work ran {where}, not on your own thread: a host "
+                       f"function in a stream runs after the stream's work, on CUDA's "
+                       f"thread. Call it yourself, between issuing the GPU's work and "
+                       f"waiting for it")
+        done_at = len(self._ops)
+        for i, op in enumerate(self._ops):
+            if op.internal:
+                continue
+            if op.kind == "sync" or op.blocking or \
+                    (op.kind == "query" and op.detail.get("result")):
+                done_at = i
+                break
+        busy = [n for n, _ in self.starts if n <= done_at]
+        if self.starts and not busy:
+            fail(f"{label}: the host work ran only after the GPU's work was done "
+                       f"(after {self._ops[done_at].describe()}), so the host sat idle while "
+                       f"the GPU worked: do the host work between issuing and waiting, and "
+                       f"check for the end between pieces of it")
+        return len(busy)
+
+
+# --- a part's verdict: the vocabulary every lab and exercise check shares ---------------
+GRADING = os.environ.get("STREAMLAB_GRADING", "") == "1"
+
+
+class NotDoneYet(CheckFailed):
+    """The learner's function still raises NotImplementedError."""
+
+
+class InternalError(RuntimeError):
+    """A check failed in its own code, not in the learner's: a bug in the course."""
+
+
+#: what to do about an error a learner's code raised, by a piece of its message
+HINTS = (
+    (("CUDA_ERROR_NOT_READY", "has not been reached"),
+     "an event was read before it had happened: wait for it first (end.synchronize(), "
+     "then start.elapsed_time(end))"),
+    (("CUDA_ERROR_INVALID_HANDLE",),
+     "a stream or event of another context, or one already destroyed, was used"),
+    (("unexpected keyword argument", "positional argument"),
+     "a call's arguments do not match what it takes: see its help (help(name))"),
+)
+
+
+def _learner_line(exc, functions):
+    """The deepest frame of the learner's own code in ``exc``'s traceback (their
+    functions' cell, by its file), as ``line N: source``; None if none of it is there."""
+    import linecache
+
+    codes = (getattr(fn, "__code__", None) or getattr(type(fn).__call__, "__code__", None)
+             for fn in functions)  # a function, or an object the learner made callable
+    files = {code.co_filename for code in codes if code is not None}
+    found, tb = None, exc.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code.co_filename in files:
+            found = tb
+        tb = tb.tb_next
+    if found is None:
+        return None
+    source = linecache.getline(found.tb_frame.f_code.co_filename, found.tb_lineno).strip()
+    return f"line {found.tb_lineno}: {source}" if source else f"line {found.tb_lineno}"
+
+
+def _as_one_line(label: str, exc: BaseException, functions) -> BaseException:
+    """The error a check shows for an exception that is not a check's verdict: the
+    learner's code raised it (one line: what, where, and what to do), or the check's own
+    code did (one line: a bug in the course, and how to report it)."""
+    what = f"{type(exc).__name__}: {exc}".strip()
+    where = _learner_line(exc, functions)
+    if where is None:
+        return InternalError(
+            f"{label}: the check itself failed ({what}). This is a bug in the course, not "
+            f"in your code: please report it (the course's issue tracker, or your "
+            f"teacher) with this line and your notebook")
+    hint = next((h for keys, h in HINTS if any(k in str(exc) for k in keys)),
+                "fix that line, then run the check again")
+    return CheckFailed(f"{label}: your code raised {what} (at {where}): {hint}")
+
+
+@contextlib.contextmanager
+def part(number: int, *functions, what: str = "Part"):
+    """Run a part's check: ``Part N: passed``, ``Part N: not done yet``, or CheckFailed.
+
+    ``what`` names the unit: the lessons' exercises say ``Exercise N``."""
+    label = f"{what} {number}"
+    checker = f"check_{what.lower()}{number}"
+    for fn in functions:
+        if not callable(fn):
+            fail(f"{label}: pass your function itself, e.g. {checker}(my_function), "
+                 f"not {type(fn).__name__} {fn!r}")
+    try:
+        with checked_here():  # the check judges the races itself
+            yield
+    except NotImplementedError as exc:
+        where = "the cell above" if what == "Part" else "this cell"
+        text = (f"{label}: not done yet: write your code in {where}, in place "
+                f"of the `raise NotImplementedError` line")
+        if GRADING:
+            raise NotDoneYet(text) from exc
+        print(text)
+        return
+    except CheckFailed as exc:
+        if not str(exc).startswith(label):
+            exc.args = (f"{label}: {exc}",) + exc.args[1:]
+        raise
+    except (KeyboardInterrupt, SystemExit, GeneratorExit):
+        raise
+    except BaseException as exc:  # noqa: BLE001  (one line for every other error)
+        from .order import RaceError
+
+        if isinstance(exc, RaceError):
+            raise
+        raise _as_one_line(label, exc, functions) from None
+    _saw_everything(label)
+    print(f"{label}: passed")
+
+
+def _saw_everything(label: str) -> None:
+    """A check that could not see cuda.core's calls (CUPTI was taken by another
+    subscriber in the learner's process) cannot pass: a sync it did not see is no proof
+    of none."""
+    if _device.SIMULATOR:
+        return
+    from . import _driverwatch
+
+    why = _driverwatch.taken()
+    if why:
+        fail(f"{label}: this check could not watch all of your code's CUDA calls: {why}. "
+             f"Stop that subscriber (or restart the kernel) and run the check again")
+
+
+def learner_races(order: Order):
+    """The races in which at least one operation is the learner's (not the check's)."""
+    return [r for r in order.races if not (r.first.internal and r.second.internal)]
+
+
+def no_races(ops: OpLog, order: Order | None = None, names=None,
+             parts_of_one_array: bool = False) -> Order:
+    """Fail on the first race that involves the learner's operations; return the order.
+
+    ``parts_of_one_array``: the lab gives launches of one kernel different parts of one
+    array (a start and a size). The simulator sees which elements each touched; a GPU's
+    record knows only the whole argument, so there such pairs are left to the check's
+    own comparison of the results."""
+    from .order import stream_names
+
+    order = order or analyze(ops)
+    races = learner_races(order)
+    if parts_of_one_array:
+        races = [r for r in races if not (r.first.kind == r.second.kind == "launch"
+                                          and r.first.name == r.second.name)]
+    if races:
+        more = f" ({len(races) - 1} more like it)" if len(races) > 1 else ""
+        fail(races[0].message(stream_names(names)) + more)
+    return order
+
+
+def none_ordered(order, launches, what: str) -> None:
+    """Fail unless no two of ``launches`` are ordered: then a GPU may run them all at once."""
+    for i, a in enumerate(launches):
+        for j in range(i + 1, len(launches)):
+            b = launches[j]
+            if order.ordered(a, b):
+                culprit = next((op for op in order_culprits(order, a, b)), None)
+                why = f": {culprit}" if culprit else ""
+                fail(f"{what} {j} must wait for {what} {i}, so they cannot run at once{why}")
+
+
+def order_culprits(order, a, b):
+    """Plain words for what makes ``b`` wait for ``a``, for the message."""
+    if a.stream.key() == b.stream.key():
+        yield "they are in the same stream"
+        return
+    for op in order.fed:
+        if order.ordered(a, op) and order.ordered(op, b) and op is not a and op is not b:
+            if op.kind == "launch" and op.stream.is_legacy_default:
+                yield (f"{op.describe()} is on the legacy default stream, which waits for "
+                       f"every blocking stream and makes them wait for it. Put it on "
+                       f"cuda.per_thread_default_stream() or a stream of its own")
+                return
+            if op.kind == "sync" or (op.kind == "copy" and op.blocking):
+                yield (f"the host waited ({op.describe()}) before issuing the next launch: "
+                       f"issue everything, then let the caller wait")
+                return
+            if op.kind == "wait":
+                yield f"{op.describe()} makes one stream wait for the other"
+                return
+
+
+def events_read(ms, start, end, what: str) -> float:
+    """The figure a learner's function returned, held to what its own events read: the
+    records ``start`` and ``end`` (Ops). A figure typed in, or timed on the host's clock,
+    is not the events' (they read to half a microsecond; the figure must match to 0.1 us)."""
+    if not isinstance(ms, (float, int, np.floating)) or isinstance(ms, bool):
+        fail(f"{what} returned {type(ms).__name__} {ms!r}: return "
+                   f"start.elapsed_time(end), the milliseconds between the events")
+    measured = start.event.elapsed_time(end.event)
+    if abs(ms - measured) > 1e-4 + 1e-6 * measured:
+        fail(f"{what} returned {ms:.4f} ms, but its events read {measured:.4f} ms "
+                   f"apart: return start.elapsed_time(end)")
+    return float(ms)
+
+
+def once_in(found, stream) -> bool:
+    """Is ``found`` (recorded operations) exactly one operation, issued to ``stream``?"""
+    return len(found) == 1 and found[0].stream.key() == StreamRef.of(stream).key()

@@ -105,10 +105,10 @@ def _compile_probe() -> str | None:
 
 def report() -> tuple[str, int]:
     """The doctor's text and its exit status (1 if any error was found)."""
-    from ._device import _state, device_name, on_simulator
+    from ._device import device_name, mode as chosen_mode, on_simulator
     from ._mode import ENV_VAR
 
-    mode = _state["mode"]
+    mode = chosen_mode()
     where = f"Numba's CUDA simulator ({mode.reason})" if mode.simulator else device_name()
     lines = ["streamlab doctor", ""]
     lines.append(f"  device         {where}")

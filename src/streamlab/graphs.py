@@ -112,14 +112,14 @@ def _ended_without_graph(builder) -> bool | None:
     once the driver has ended it, or refused an unjoined one, ``is_building`` is False
     as after a capture that made a graph. What tells them apart is the graph the builder
     holds: the driver's own graph, or none it will take."""
-    from .ops import _capturing, handle_of
+    from .streams import capturing, handle_of
 
     try:
         building = builder.is_building
     except Exception:  # noqa: BLE001  (cuda.core: "invalidated ... must now be ended")
         building = True
     if building:
-        return None if _capturing(handle_of(builder.stream)) else True
+        return None if capturing(handle_of(builder.stream)) else True
     return not _holds_graph(builder)
 
 
@@ -279,12 +279,12 @@ def is_capturing(stream) -> bool:
     began the capture."""
     if stream is None or isinstance(stream, int):
         return False
-    from .ops import _capturing, handle_of
+    from .streams import capturing, handle_of
 
     inner = getattr(stream, "stream", None)  # a GraphBuilder: its stream
     handle = handle_of(inner if inner is not None and hasattr(stream, "begin_building")
                        else stream)
-    return handle not in (0, 1, 2) and _capturing(handle)
+    return handle not in (0, 1, 2) and capturing(handle)
 
 
 # --- the shape of a graph ----------------------------------------------------------------

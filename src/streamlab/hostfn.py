@@ -175,7 +175,15 @@ def _takes_name(fn) -> bool:
     return "name" in params or any(p.kind == p.VAR_KEYWORD for p in params.values())
 
 
-_capture_lane: list = []  # [stream -> its graph capture lane or None], set by streamlab.graphs
+_capture_lane: list = []  # [stream -> its graph capture lane or None], set by streamlab.sim.capture
+
+
+def on_simulator_capture(lane) -> None:
+    """The simulator's graph capture says, through ``lane(stream)``, which capture lane a
+    stream is capturing into (or None); :func:`launch_host_func` asks it (this module
+    does not import the simulator's capture: that one imports this)."""
+    if not _capture_lane:
+        _capture_lane.append(lane)
 
 
 @timed
@@ -213,7 +221,7 @@ def _launch(stream, handle: int, fn, args, kwargs, name: str, *, name_given=True
     op = emit("hostfn", call.name, stream)  # a recorder, if one is on, sees it too
     call.op_uid = op.uid if op is not None else None
     if _device.SIMULATOR:
-        from .ops import StreamRef
+        from .streams import StreamRef
         from .sim import driver as sim_driver
 
         sim_driver.submit(StreamRef.of(stream).key(), lambda: _run(call, fn, args, kwargs),
@@ -365,9 +373,9 @@ def _watched_driver_call(hStream, fn, userData):  # noqa: N803  (the driver's na
         return real(hStream, fn, userData)  # the driver's own refusal, in its words
     if address == 0:
         return real(hStream, fn, userData)
-    from .ops import _capturing
+    from .streams import capturing
 
-    if handle not in (0, 1, 2) and _capturing(handle):
+    if handle not in (0, 1, 2) and capturing(handle):
         return real(hStream, fn, userData)  # a graph's host node, called at every replay
     try:
         launch_c_function(handle, address, data, find_c_function(address))
@@ -379,7 +387,7 @@ def _watched_driver_call(hStream, fn, userData):  # noqa: N803  (the driver's na
 def install() -> None:
     """On a GPU, record ``cuLaunchHostFunc`` while a recorder listens (the registry undoes
     it). A host function's news reaching other threads is drawn by
-    :func:`streamlab.ops.watch_threads`, with the other hand-overs between threads."""
+    :func:`streamlab.handovers.watch_threads`, with the other hand-overs between threads."""
     from ._patching import patch
 
     if not _device.SIMULATOR:

@@ -17,7 +17,7 @@ If the code cannot be read (a kernel built in a way the front end does not follo
 every array argument counts as written: the check may then report a race that is not
 one, but never misses one for this reason.
 
-The recorder (:func:`streamlab.ops.launch_op`) asks once per kernel, at its first
+The recorder (:func:`launch_op`) asks once per kernel, at its first
 launch, and keeps the answer.
 """
 
@@ -25,6 +25,13 @@ from __future__ import annotations
 
 import functools
 import re
+import weakref
+from dataclasses import replace
+
+import numpy as np
+
+from .ops import emit
+from .regions import Region, extent, merge_pieces, region_of
 
 READ, WRITE, ATOMIC = "read", "write", "atomic"
 _RANK = {READ: 0, ATOMIC: 1, WRITE: 2}
@@ -138,3 +145,137 @@ def _modes(fn) -> tuple[str, ...]:
             for arg, mode in zip(args, inner):
                 mark(alias.get(arg, ()), mode)
     return tuple(modes)
+
+
+# --- what a copy and a launch read and write: one description for both modes ---------
+def copy_op(direction: str, stream, *, host: Region | None, device: Region | None,
+            src: Region | None = None, pinned: bool | None, synchronous: bool) -> None:
+    """Record a copy as CUDA defines it (the CUDA Runtime API's "API synchronization
+    behavior"): which stream, what it reads and writes, and whether the host waited.
+
+    * host to device, pinned: asynchronous, unless called without a stream;
+    * host to device, pageable: the host buffer is read before the call returns (staged),
+      the device is written later, in stream order;
+    * device to host: the host waits unless the buffer is pinned and a stream is given;
+    * device to device: never waits.
+    """
+    stream = stream if stream else 0
+    if direction == "h2d":
+        if pinned:
+            emit("copy", "h2d", stream, pinned=True, blocking=synchronous,
+                 reads=(host,), writes=(device,))
+        else:
+            emit("copy", "h2d", stream, pinned=False, writes=(device,), host_reads=(host,))
+    elif direction == "d2h":
+        emit("copy", "d2h", stream, pinned=pinned, blocking=synchronous or not pinned,
+             reads=(device,), writes=(host,))
+    elif direction == "d2d":
+        emit("copy", "d2d", stream, reads=(src,), writes=(device,))
+    else:
+        emit("memset", "memset", stream, writes=(device,))
+
+
+#: a kernel's Python function -> (access modes, parameter names), read at its first launch
+_kernels: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _read_kernel(kernel) -> tuple:
+    """What ``kernel`` does to its arguments and what they are called
+    (:mod:`streamlab.kernels`), read once per kernel and kept."""
+    fn = getattr(kernel, "py_func", None) or getattr(kernel, "fn", None)
+    known = _kernels.get(fn) if fn is not None else None
+    if known is None:
+        known = (access_modes(kernel), parameter_names(kernel))
+        if fn is not None:
+            _kernels[fn] = known
+    return known
+
+
+def launch_op(kernel, name: str, args, stream, grid, block, footprint=None,
+              slept_ns=None, touched=None, *, visible) -> None:
+    """Record a kernel launch with the memory it may read, write or update atomically.
+
+    Which arguments it writes comes from its code (:func:`streamlab.kernels.access_modes`).
+    ``visible(arg)`` says whether an argument is device memory (a host array is copied by
+    numba, and the copies are recorded). On the simulator, ``footprint`` holds the
+    elements it really touched, so two kernels that write different parts of one array
+    are not taken for a race."""
+    modes, names = _read_kernel(kernel)
+    reads, writes, atomics = [], [], []
+    for i, arg in enumerate(args):
+        if not visible(arg):
+            continue  # a host array: numba copies it (the copies are recorded)
+        label = f"argument {names[i]!r}" if i < len(names) else f"argument {i}"
+        region = region_of(arg, label)
+        if region is None:
+            continue
+        mode = modes[i] if modes is not None and i < len(modes) else "write"
+        if footprint is None:
+            (writes if mode == "write" else atomics if mode == "atomic" else reads).append(region)
+            continue
+        read, written = footprint.within(region)
+        if mode == "atomic":
+            atomics.append(_with_parts(region, read + written))
+            continue
+        if written:
+            writes.append(_with_parts(region, written))
+        if read:
+            reads.append(_with_parts(region, read))
+    emit("launch", name, stream, reads=reads, writes=writes, atomics=atomics,
+         detail={"grid": grid, "block": block, "args": names, **_kernel_facts(kernel, args),
+                 **({"slept_ns": slept_ns} if slept_ns else {}),
+                 **({"bytes_touched": touched} if touched is not None else {}),
+                 "modes": modes if modes is not None else "unknown: all written",
+                 "footprint": "elements touched" if footprint is not None
+                 else "whole arguments"})
+
+
+def _kernel_facts(kernel, args) -> dict:
+    """What a model GPU needs to time a launch: the kernel's Python function (a cost may
+    be stated for it) and, for :data:`streamlab.spin`, the nanoseconds asked for."""
+    from .spin import spin
+
+    fn = getattr(kernel, "py_func", None) or getattr(kernel, "fn", None)
+    facts = {"py_func": fn}
+    if fn is not None and fn is (getattr(spin, "py_func", None) or getattr(spin, "fn", None)) \
+            and args:
+        facts["spin_ns"] = int(args[0])
+    return facts
+
+
+def _with_parts(region: Region, pieces) -> Region:
+    parts = merge_pieces(pieces)
+    return replace(region, lo=parts[0][0], hi=parts[-1][1], parts=parts)
+
+
+class Footprint:
+    """The elements a simulated kernel touched: (lo, hi) byte ranges read and written."""
+
+    def __init__(self):
+        self.reads: set = set()
+        self.writes: set = set()
+
+    def touch(self, ary, idx, write: bool) -> None:
+        """Note that a simulated thread read (or wrote) ``ary[idx]``."""
+        face = ary.__array_interface__
+        base = face["data"][0]
+        if not isinstance(idx, tuple):
+            idx = (idx,)
+        if len(idx) == ary.ndim and all(isinstance(i, (int, np.integer)) for i in idx):
+            off = 0
+            for i, n, st in zip(idx, ary.shape, ary.strides):
+                off += (i + n if i < 0 else i) * st
+            piece = (base + off, base + off + ary.itemsize)
+        else:
+            sub = ary[idx]
+            if hasattr(sub, "__array_interface__") and getattr(sub, "ndim", 0):
+                piece = extent(sub.__array_interface__)
+            else:
+                piece = extent(face)
+        (self.writes if write else self.reads).add(piece)
+
+    def within(self, region: Region):
+        """The pieces read, and written, inside ``region``."""
+        def inside(pieces):
+            return [p for p in pieces if region.lo <= p[0] < region.hi]
+        return inside(self.reads), inside(self.writes)

@@ -208,6 +208,9 @@ class ModelGPU:
         self._dirty = True
         self.busy_s = 0.0  # host time spent in the model itself (benchmarks/notebook_times.py)
         self._feeding = False
+        #: has it been fed an operation? (the thread hand-overs are watched from then on:
+        #: streamlab.handovers)
+        self.fed = False
 
     # --- the host's clock ----------------------------------------------------------
     def _gap(self, thread: str, real: float, delay: float) -> float:
@@ -315,6 +318,9 @@ class ModelGPU:
             finally:
                 self._feeding = False
                 self.busy_s += time.perf_counter() - t0
+        if not self.fed:  # its first: the threads' hand-overs matter to it from now on
+            self.fed = True
+            _ops.observers_changed()
 
     def _feed(self, op) -> None:
         thread = op.thread
@@ -639,7 +645,7 @@ def start_simulator_model() -> ModelGPU | None:
     model = ModelGPU(load_profile(choice or None))
     _sim["model"] = model
     _ops.add_model(model)
-    _device._state["model"] = model.profile.label  # for the banner (streamlab.describe)
+    _device.set_model_label(model.profile.label)  # for the banner (streamlab.describe)
     return model
 
 

@@ -50,7 +50,9 @@ import threading
 from dataclasses import dataclass
 
 from . import ops as _ops
-from .ops import PER_THREAD_SYNCS_WITH_LEGACY, Op, OpLog, Region  # noqa: F401  (the rule)
+from .streams import PER_THREAD_SYNCS_WITH_LEGACY, StreamRef  # noqa: F401  (the rule)
+from .ops import Op, OpLog
+from .regions import Region
 
 READ, WRITE, ATOMIC = "read", "write", "atomic"
 
@@ -286,7 +288,7 @@ def stream_names(names) -> dict:
     for name, stream in names.items():
         if not isinstance(name, str):
             raise TypeError(f"names maps a name (str) to a stream; got the key {name!r}")
-        out[_ops.StreamRef.of(stream).key()] = name
+        out[StreamRef.of(stream).key()] = name
     return out
 
 

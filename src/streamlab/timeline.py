@@ -53,8 +53,8 @@ from . import _device
 from ._device import device_name
 from .model import simulator_model, timeline_made
 from .ops import emit, internal, observing
-from . import ops as _ops
-from .ops import canonical_handle, stream_info, stream_key
+from . import streams as _streams
+from .streams import canonical_handle, stream_info, stream_key
 from .trace import HOST_KINDS, KINDS, Row, Span, Trace, check_kind
 
 
@@ -101,16 +101,22 @@ class _PooledEvent:
         drv, ok = _driver()
         (err,) = drv.cuEventQuery(self.handle)
         if err == drv.CUresult.CUDA_ERROR_NOT_READY:
-            return False
-        if err != ok:
+            done = False
+        elif err != ok:
             _fail(err, "query a span's event")
-        return True
+        else:
+            done = True
+        if observing():  # as numba's Event.query tells the recorders (the race check
+            emit("query", "event", event=self, detail={"result": done})  # learns a wait)
+        return done
 
     def synchronize(self) -> None:
         drv, ok = _driver()
         (err,) = drv.cuEventSynchronize(self.handle)
         if err != ok:
             _fail(err, "wait for a span's event")
+        if observing():  # as numba's Event.synchronize: the host has waited for it
+            emit("sync", "event", event=self)
 
 
 _drv: list = []  # [cuda.bindings.driver, CUDA_SUCCESS], once a span needs them
@@ -132,8 +138,11 @@ _pool: dict[int, list] = {}  # device id -> free events (made in its primary con
 _pool_lock = threading.Lock()
 
 
-def _take_events(device: int) -> tuple:
-    """Two events of the pool (made 64 at a time when it runs short)."""
+def _take_events(device: int, make_current) -> tuple:
+    """Two events of the pool (made 64 at a time when it runs short). ``make_current()``
+    makes the timeline's GPU current in the calling thread: a thread whose first CUDA
+    call is a span has no context yet, and cuEventCreate then fails with
+    CUDA_ERROR_INVALID_CONTEXT (seen on an H100, issue 54)."""
     with _pool_lock:
         free = _pool.get(device)
         if free is None or len(free) < 2:
@@ -141,6 +150,9 @@ def _take_events(device: int) -> tuple:
             free = _pool.setdefault(device, [])
             for _ in range(64):
                 err, ev = drv.cuEventCreate(0)  # CU_EVENT_DEFAULT: timing on
+                if err != ok:
+                    make_current()
+                    err, ev = drv.cuEventCreate(0)
                 if err != ok:
                     _fail(err, "make events for the timeline's spans")
                 free.append(_PooledEvent(ev))
@@ -193,7 +205,7 @@ class _SpanBlock:
                     err, dev = drv.cuCtxGetDevice()
                     if err != ok or int(dev) != tl.device_id:
                         tl._check_current_device()
-                self.start, self.end = _take_events(tl.device_id)
+                self.start, self.end = _take_events(tl.device_id, tl._check_current_device)
                 tl._pooled += (self.start, self.end)
                 (err,) = drv.cuEventRecord(self.start.handle, handle)
                 if err != ok and tl._one_gpu:
@@ -404,7 +416,7 @@ class Timeline:
 
             capturing = is_capturing(stream)
         else:
-            capturing = handle not in (0, 1, 2) and _ops._capturing(handle)
+            capturing = handle not in (0, 1, 2) and _streams.capturing(handle)
         if capturing:
             raise TimelineError(
                 f"span {name!r}: its stream is being captured into a graph, where an "

@@ -27,8 +27,8 @@ literal and read with :func:`ast.literal_eval`:
   check's keyword arguments as called (a seed the call left out is the one the check
   drew);
 * ``ops``: each recorded operation (:class:`streamlab.ops.Op`): its fields, with its stream
-  as a dict of :class:`~streamlab.ops.StreamRef`'s fields, its regions as dicts of
-  :class:`~streamlab.ops.Region`'s, its event as a number (the same event, the same
+  as a dict of :class:`~streamlab.streams.StreamRef`'s fields, its regions as dicts of
+  :class:`~streamlab.regions.Region`'s, its event as a number (the same event, the same
   number) and its ``detail`` with plain values only (others as their ``repr``);
 * ``streams``: the streams the check gave the learner's function, by name, as StreamRefs;
 * ``outputs``: each output array as its dtype, shape and SHA-256 of its bytes: the judge
@@ -60,8 +60,16 @@ import numpy as np
 
 FORMAT = 2  # 1 had no "events"
 
-#: where :func:`send` writes: set by the grader's child process (``_child.main``), else None
+#: where :func:`send` writes: set by the grader's child process (``_child.main``, through
+#: :func:`send_to`), else None
 _sink = None
+
+
+def send_to(sink) -> None:
+    """Send every transcript :func:`send` makes to ``sink(text)`` (the grader's child
+    process sets it once, before it imports the rest of streamlab)."""
+    global _sink
+    _sink = sink
 
 
 class TranscriptError(ValueError):
@@ -115,9 +123,9 @@ class Run:
         return self.streams[name]
 
     def key(self, name: str):
-        """What identifies stream ``name`` (:meth:`~streamlab.ops.StreamRef.key`), in the
+        """What identifies stream ``name`` (:meth:`~streamlab.streams.StreamRef.key`), in the
         learner's process and in the grader alike."""
-        from .ops import StreamRef
+        from .streams import StreamRef
 
         return StreamRef.of(self.streams[name]).key()
 
@@ -211,7 +219,7 @@ def _region_dict(r) -> dict:
 
 def encode(check: str, kwargs: dict, run: Run) -> dict:
     """``run`` as a transcript (a dict of plain values; see the module's docstring)."""
-    from .ops import StreamRef
+    from .streams import StreamRef
 
     events: dict = {}
     ops = []
@@ -279,7 +287,7 @@ def _need(d, key, types, where):
 
 
 def _stream(d, where):
-    from .ops import StreamRef
+    from .streams import StreamRef
 
     if d is None:
         return None
@@ -289,7 +297,7 @@ def _stream(d, where):
 
 
 def _region(d, where):
-    from .ops import Region
+    from .regions import Region
 
     parts = d.get("parts") if isinstance(d, dict) else None
     if parts is not None:

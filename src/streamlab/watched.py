@@ -31,7 +31,8 @@ import sys
 
 import numpy as np
 
-from .ops import _library_dirs, emit, recording, region_of
+from .ops import emit, library_dirs, recording
+from .regions import region_of
 
 # numpy functions whose first argument (or ``out=``) is written
 _WRITES_FIRST = {"copyto", "put", "place", "putmask", "fill_diagonal"}
@@ -162,7 +163,7 @@ def _from_library() -> bool:
     if frame is None:
         return False
     path = frame.f_code.co_filename
-    return path.startswith(_library_dirs()) and "numpy" not in path
+    return path.startswith(library_dirs()) and "numpy" not in path
 
 
 def watch(array: np.ndarray, label: str) -> WatchedArray:

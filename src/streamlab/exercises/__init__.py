@@ -26,7 +26,7 @@ from numba import cuda
 
 import streamlab
 
-from ..rules import events_read, once_in, part  # noqa: F401  (two rules the checks use)
+from ..check import events_read, once_in, part  # noqa: F401  (two rules the checks use)
 
 __all__ = ["exercise", "THREADS", "N", "BUSY_NS", "blocks_for", "add_one", "fill", "fresh",
            "events_read", "once_in"]

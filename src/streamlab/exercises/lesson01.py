@@ -10,8 +10,9 @@ from numba import cuda
 import streamlab
 
 from .. import check
-from ..rules import no_races, none_ordered
-from ..ops import StreamRef, record_ops
+from ..check import no_races, none_ordered
+from ..streams import StreamRef
+from ..ops import record_ops
 from ..order import analyze
 from . import THREADS, add_one, blocks_for, exercise, fresh
 

@@ -9,8 +9,9 @@ from numba import cuda
 import streamlab
 
 from .. import check
-from ..rules import no_races
-from ..ops import StreamRef, internal, record_ops
+from ..check import no_races
+from ..streams import StreamRef
+from ..ops import internal, record_ops
 from ..order import analyze
 from ..watched import watch
 from . import BUSY_NS, N, THREADS, blocks_for, exercise, fill, fresh, once_in

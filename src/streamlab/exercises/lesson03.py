@@ -9,7 +9,7 @@ from numba import cuda
 import streamlab
 
 from .. import check
-from ..rules import no_races
+from ..check import no_races
 from ..ops import internal, record_ops
 from ..order import analyze
 from . import BUSY_NS, N, THREADS, blocks_for, exercise

@@ -9,8 +9,9 @@ from numba import cuda
 import streamlab
 
 from .. import check
-from ..rules import no_races
-from ..ops import internal, is_pinned, record_ops
+from ..check import no_races
+from ..ops import internal, record_ops
+from ..regions import is_pinned
 from ..order import analyze
 from . import BUSY_NS, N, THREADS, blocks_for, exercise, fill, fresh, once_in
 

@@ -10,9 +10,10 @@ from numba import cuda
 
 import streamlab
 
-from .. import check, rules
-from ..rules import no_races
-from ..ops import StreamRef, internal, record_ops
+from .. import check
+from ..check import no_races
+from ..streams import StreamRef
+from ..ops import internal, record_ops
 from ..order import analyze
 from ..watched import watch
 from . import BUSY_NS, N, THREADS, add_one, blocks_for, exercise, fresh
@@ -31,7 +32,7 @@ def check_exercise1(overlap, *, seed=None):
         with record_ops() as ops:
             with internal():
                 streamlab.spin[1, 1, s](BUSY_NS)  # the GPU has work queued already
-            host_work = rules.HostWork(ops)  # notes what had been issued when it began
+            host_work = check.HostWork(ops)  # notes what had been issued when it began
             overlap(d_x, h_x, s, host_work)
             with internal():
                 got = np.array(h_x)
@@ -76,7 +77,7 @@ def check_exercise2(work_while_waiting):
             with internal():
                 streamlab.spin[1, 1, s](BUSY_NS)
                 event.record(s)
-            do_work = rules.HostWork(ops, work)
+            do_work = check.HostWork(ops, work)
             count = work_while_waiting(event, do_work)
         calls = do_work.starts
         if ops.syncs():

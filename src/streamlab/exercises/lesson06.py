@@ -8,8 +8,9 @@ from numba import cuda
 import streamlab
 
 from .. import check
-from ..rules import no_races
-from ..ops import StreamRef, internal, record_ops
+from ..check import no_races
+from ..streams import StreamRef
+from ..ops import internal, record_ops
 from ..order import analyze
 from . import BUSY_NS, events_read, exercise, once_in
 

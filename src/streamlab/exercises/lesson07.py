@@ -13,8 +13,8 @@ import streamlab
 
 from .. import check
 from ..graphs import end_capture_of, graph_builder, graph_shape, is_capturing
-from ..labs.lab07 import (BLOCKS, CHUNK, THREADS, Slot, _explain_capture_error,
-                          _no_capture_left_open, pipeline_shape_ok, transform, warm_up)
+from ..labs.lab07 import (BLOCKS, CHUNK, THREADS, Slot, explain_capture_error,
+                          no_capture_left_open, pipeline_shape_ok, transform, warm_up)
 from . import exercise
 
 __all__ = ["transform", "BLOCKS", "THREADS", "CHUNK", "check_exercise1", "check_exercise2"]
@@ -55,7 +55,7 @@ def _issued(label: str, stream, call):
             check.fail(f"graph.update refused the capture: its topology differs from the "
                        f"graph's (the same three calls, in the same order, on one "
                        f"stream). CUDA said: {exc}")
-        _explain_capture_error(exc, label)
+        explain_capture_error(exc, label)
     if is_capturing(stream):
         end_capture_of(stream)
         check.fail(f"{label} returned with the stream still capturing: call "
@@ -110,7 +110,7 @@ def check_exercise1(capture_slot, *, seed=None):
     (slot.d_out into slot.h_out), all in ``stream``, end building and return the
     builder. Nothing runs while it captures; the check replays the graph twice, on new data each time."""
     with exercise(1, capture_slot):
-        _no_capture_left_open()
+        no_capture_left_open()
         warm_up()
         rng = np.random.default_rng(seed)
         slot, s = Slot(0), cuda.stream()
@@ -131,7 +131,7 @@ def check_exercise2(retarget, *, seed=None):
     ``graph.update(builder)`` with them, so that the same graph now works on ``slot``; no
     new graph. The check then launches ``graph`` itself."""
     with exercise(2, retarget):
-        _no_capture_left_open()
+        no_capture_left_open()
         warm_up()
         rng = np.random.default_rng(seed)
         old, new, s = Slot(0), Slot(1), cuda.stream()

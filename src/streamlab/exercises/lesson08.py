@@ -11,7 +11,7 @@ from numba import cuda
 import streamlab
 
 from .. import check
-from ..rules import no_races, none_ordered
+from ..check import no_races, none_ordered
 from ..ops import internal, record_ops
 from ..order import analyze
 from ..streams import is_blocking_sync

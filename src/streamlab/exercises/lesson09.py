@@ -12,9 +12,10 @@ from numba import cuda
 import streamlab
 
 from .. import check
-from ..rules import no_races
+from ..check import no_races
 from ..memory import SimBuffer, allocations_seen, memory_resource
-from ..ops import StreamRef, internal, record_ops
+from ..streams import StreamRef
+from ..ops import internal, record_ops
 from ..order import analyze
 from ..streams import handle_of
 from . import BUSY_NS, N, THREADS, blocks_for, exercise, fill, fresh, once_in

@@ -8,9 +8,10 @@ from numba import cuda
 
 import streamlab
 
-from .. import check, rules
-from ..rules import no_races
-from ..ops import StreamRef, internal, record_ops
+from .. import check
+from ..check import no_races
+from ..streams import StreamRef
+from ..ops import internal, record_ops
 from ..order import analyze
 from ..watched import watch
 from . import BUSY_NS, N, THREADS, blocks_for, exercise
@@ -111,7 +112,7 @@ def check_exercise2(next_chunk, *, chunks=6, seed=None):
                 for slot in slots:
                     slot["done"].synchronize()
                     got.append(float(slot["h_out"].sum(dtype=np.float64)))
-        rules.pinned_copies_only(ops, "next_chunk")
+        check.pinned_copies_only(ops, "next_chunk")
         whole = [op for op in ops.syncs() if op.name == "device"]
         if whole:
             check.fail(f"{whole[0].describe()} waits for every stream, the other slot's work "

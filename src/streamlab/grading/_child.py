@@ -207,7 +207,7 @@ def main() -> int:
             verdict.write(f"{nonce} T {transcript.write(entry)}\n")
             verdict.flush()
 
-    transcript._sink = send_transcript
+    transcript.send_to(send_transcript)
 
     import streamlab  # noqa: F401  (hooks installed, simulator or GPU chosen)
     from streamlab.check import CheckFailed

@@ -22,8 +22,8 @@ import os
 from ..check import CheckFailed
 
 # The verdict vocabulary the labs share with the lessons' exercises lives in the judging
-# layer (streamlab.rules); a lab's check imports it from here as before.
-from ..rules import (GRADING, HINTS, InternalError, NotDoneYet, learner_races,  # noqa: F401
+# layer (streamlab.check); a lab's check imports it from here as before.
+from ..check import (GRADING, HINTS, InternalError, NotDoneYet, learner_races,  # noqa: F401
                      no_races, none_ordered, order_culprits, part)
 
 

@@ -100,7 +100,7 @@ def warm_up() -> None:
 
 
 # --- what the graph must be -------------------------------------------------------------
-def _no_capture_left_open() -> None:
+def no_capture_left_open() -> None:
     """Fail clearly when a capture is still open in this process (on a GPU, a refused
     call inside a split capture can leave streams capturing after the check ended it):
     every synchronize would then be refused, and the check's own errors would mislead."""
@@ -114,7 +114,8 @@ def _no_capture_left_open() -> None:
                    f"(Kernel > Restart) and run the lab again from the top.")
 
 
-def _explain_capture_error(exc, label: str):
+def explain_capture_error(exc, label: str):
+    """Fail with what a refused graph capture's error code means, and what to change."""
     text = str(exc)
     for code, advice in (
             ("CAPTURE_UNJOINED", "a branch was never joined back: join every branch before "
@@ -192,7 +193,7 @@ def _captured_and_replayed(label, capture, builder, stream, slots, seed) -> None
         raise
     except Exception as exc:  # noqa: BLE001  (a refused capture, explained)
         end_capture(builder)
-        _explain_capture_error(exc, label)
+        explain_capture_error(exc, label)
     pipeline_shape_ok(graph_shape(builder), len(slots), label)
     graph = builder.complete()
     (batch,), (expected,) = fresh_batches(1, len(slots), seed)
@@ -213,7 +214,7 @@ def _captured_and_replayed(label, capture, builder, stream, slots, seed) -> None
 def check_part1(capture_pipeline, *, k=K, seed=None):
     """The pipeline captured with a GraphBuilder: split into k branches, joined."""
     with part(1, capture_pipeline):
-        _no_capture_left_open()
+        no_capture_left_open()
         slots = make_slots(k)
         builder = graph_builder().begin_building()
         _captured_and_replayed("capture_pipeline", lambda: capture_pipeline(builder, slots),
@@ -223,7 +224,7 @@ def check_part1(capture_pipeline, *, k=K, seed=None):
 def check_part2(capture_with_events, *, k=K, seed=None):
     """The same graph captured from numba streams forked and joined by events."""
     with part(2, capture_with_events):
-        _no_capture_left_open()
+        no_capture_left_open()
         slots = make_slots(k)
         origin = cuda.stream()
         streams = [cuda.stream() for _ in range(k)]
@@ -262,7 +263,8 @@ class CountingGraph:
 def _record_replay(stream, slots) -> None:
     """The graph's copies, recorded as the replay's (internal) work in ``stream``."""
     from .. import ops
-    from ..ops import copy_op
+    from ..kernels import copy_op
+    from ..regions import region_of
 
     if not ops.observing():
         return
@@ -273,8 +275,8 @@ def _record_replay(stream, slots) -> None:
                                          ("d2h", slot.h_out, slot.d_out)):
                 name = "h_in" if direction == "h2d" else "h_out"
                 copy_op(direction, stream,
-                        host=ops.region_of(host, f"slot {i}'s {name}"),
-                        device=ops.region_of(dev, f"slot {i}'s d_{name[2:]}"),
+                        host=region_of(host, f"slot {i}'s {name}"),
+                        device=region_of(dev, f"slot {i}'s d_{name[2:]}"),
                         pinned=True, synchronous=False)
 
 
@@ -310,7 +312,7 @@ def _streamed(batches, slots, streams, key):
 def check_part3(run_batches, *, count=5, k=K, seed=None):
     """Every batch by one replay of the captured graph: no launches of its own."""
     with part(3, run_batches):
-        _no_capture_left_open()
+        no_capture_left_open()
         slots = make_slots(k)
         key = np.float32(np.random.default_rng(seed).uniform(1.0, 2.0))
         graph = CountingGraph(_check_graph(slots, key), slots)

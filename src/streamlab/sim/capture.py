@@ -46,7 +46,7 @@ def _capture_error(code: int, name: str, message: str):
 
 
 def _key(stream):
-    from ..ops import StreamRef
+    from ..streams import StreamRef
 
     if isinstance(stream, SimGraphBuilder):
         stream = stream.stream
@@ -677,8 +677,7 @@ def _register() -> None:
     not import this module: this one imports it)."""
     from .. import hostfn
 
-    if not hostfn._capture_lane:
-        hostfn._capture_lane.append(sim_lane)
+    hostfn.on_simulator_capture(sim_lane)
 
 
 _register()

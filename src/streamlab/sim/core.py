@@ -168,14 +168,15 @@ class Device:
                 raise ValueError("obj and options cannot be both specified")
             return Stream._of(obj)
         opts = _options(options, StreamOptions, "create_stream")
-        from ..streams import SIMULATED_PRIORITY_RANGE, _sim_made
+        from ..streams import SIMULATED_PRIORITY_RANGE
+        from .made import note_stream
 
         least, greatest = SIMULATED_PRIORITY_RANGE
         priority = least if opts.priority is None else opts.priority
         if not greatest <= priority <= least:  # cuda.core's words (an H200, cuda.core 1.2)
             raise ValueError(f"priority={priority} is out of range [{greatest}, {least}]")
         inner = _cuda().stream()
-        _sim_made[inner.handle] = (opts.nonblocking, priority)
+        note_stream(inner.handle, opts.nonblocking, priority)
         return Stream._wrap(inner)
 
     def create_event(self, options=None) -> "Event":
@@ -344,14 +345,14 @@ class Event:
         if opts.ipc_enabled:
             raise NotImplementedError("IPC events need a GPU and a second process: the "
                                       "simulator has neither")
-        from ..streams import _blocking_events
+        from ..streams import note_event
 
         ev = object.__new__(cls)
         ev._inner = _cuda().event(timing=opts.timing_enabled)
         ev._options = replace(opts)  # its flags as made: a later edit of opts changes nothing
         ev._closed = False
         ev._handle = next(_handles)
-        _blocking_events[ev._inner] = opts.blocking_sync  # known from creation, as on a GPU
+        note_event(ev._inner, opts.blocking_sync)  # known from creation, as on a GPU
         return ev
 
     @property

@@ -118,7 +118,7 @@ def flush(stream=None) -> None:
     if stream is None:
         driver.flush()
         return
-    from ..ops import StreamRef
+    from ..streams import StreamRef
 
     ref = StreamRef.of(stream)
     if ref.is_legacy_default:

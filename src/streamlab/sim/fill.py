@@ -48,10 +48,12 @@ import numpy as np
 
 from . import capture
 from . import driver as sim_driver
-from .pinned import SimMappedArray, SimPinnedArray, _pinned_ids, allocated, is_pinned  # noqa: F401
+from .pinned import SimMappedArray, SimPinnedArray, allocated, is_pinned  # noqa: F401
+from .pinned import pinned as _pin
 from .._patching import patch, patch_everywhere, wrap_attribute
-from ..ops import (Footprint, copy_op, describe_array, emit, launch_op, observing, recording,
-                   region_of, timed)
+from ..kernels import copy_op, Footprint, launch_op
+from ..regions import describe_array, region_of
+from ..ops import emit, observing, recording, timed
 from ..streams import DEFAULT_HANDLE, LEGACY_HANDLE, PER_THREAD_HANDLE  # CUDA's own handles
 
 _handles = itertools.count(0x1000)
@@ -297,12 +299,8 @@ def _memory_calls() -> dict:
         for ary in arylist:
             if not isinstance(ary, np.ndarray):
                 raise TypeError(f"cuda.pinned takes numpy arrays, got {type(ary).__name__}")
-        ids = {id(a) for a in arylist} - _pinned_ids
-        _pinned_ids.update(ids)
-        try:
+        with _pin(arylist):
             yield
-        finally:
-            _pinned_ids.difference_update(ids)
 
     def pinned_array(shape, dtype=np.float64, strides=None, order="C"):
         return allocated(np.ndarray(shape=shape, dtype=dtype, strides=strides,

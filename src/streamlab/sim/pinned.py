@@ -7,6 +7,7 @@ hand out these array types and remember the arrays ``cuda.pinned`` registered, s
 
 from __future__ import annotations
 
+import contextlib
 import weakref
 
 import numpy as np
@@ -36,6 +37,17 @@ def allocated(ary: np.ndarray) -> np.ndarray:
             _allocations[key] = weakref.ref(
                 owner, lambda _ref, key=key: _allocations.pop(key, None))
     return ary
+
+
+@contextlib.contextmanager
+def pinned(arylist):
+    """``cuda.pinned(*arylist)`` on the simulator: the arrays count as pinned inside."""
+    ids = {id(a) for a in arylist} - _pinned_ids
+    _pinned_ids.update(ids)
+    try:
+        yield
+    finally:
+        _pinned_ids.difference_update(ids)
 
 
 def is_pinned(ary) -> bool:
