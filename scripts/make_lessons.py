@@ -26,8 +26,8 @@ NOTEBOOKS = ROOT / "notebooks"
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 RUN_KEY = "streamlab_run"  # streamlab.provenance.KEY: what a copy's outputs ran
 # the model GPU's run of the learner's copy (scripts/model_runs.py): each answering cell's
-# outputs, and the record of that run (streamlab.workspace.MODEL_KEY, MODEL_RUN_KEY)
-MODEL_KEY, MODEL_RUN_KEY = "streamlab_model", "streamlab_model_run"
+# outputs, and the record of that run (streamlab.workspace.MODEL_OUTPUTS_KEY, MODEL_RUN_KEY)
+MODEL_OUTPUTS_KEY, MODEL_RUN_KEY = "streamlab_model", "streamlab_model_run"
 # a banner that scripts/owed.py writes in a copy whose outputs are older than its code:
 # each copy's own (each copy has its own GPU run), never carried from one to the other
 OWED_TAG = "owed-gpu-run"
@@ -150,8 +150,8 @@ def main(argv) -> int:
             if code_of(have) == code_of(want):  # only markdown changed: the run still holds
                 for mine, old in zip(code_cells(want), code_cells(have)):
                     mine["outputs"], mine["execution_count"] = old["outputs"], old["execution_count"]
-                    if MODEL_KEY in old.get("metadata", {}):  # and the model GPU's
-                        mine.setdefault("metadata", {})[MODEL_KEY] = old["metadata"][MODEL_KEY]
+                    if MODEL_OUTPUTS_KEY in old.get("metadata", {}):  # and the model GPU's
+                        mine.setdefault("metadata", {})[MODEL_OUTPUTS_KEY] = old["metadata"][MODEL_OUTPUTS_KEY]
                 for key in (RUN_KEY, MODEL_RUN_KEY):  # and so do the records of both runs
                     if key in have.get("metadata", {}):
                         want["metadata"][key] = have["metadata"][key]

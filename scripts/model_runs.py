@@ -96,9 +96,9 @@ def run(path: Path, timeout: int) -> str | None:
         return (f"it did not run on the simulator's model GPU (it said {label!r}): run this "
                 f"where NUMBA_ENABLE_CUDASIM=1 takes effect, with STREAMLAB_MODEL unset")
     for cell in nb.cells:
-        cell.get("metadata", {}).pop(workspace.MODEL_KEY, None)
+        cell.get("metadata", {}).pop(workspace.MODEL_OUTPUTS_KEY, None)
     for i in answering_cells(nb.cells):
-        nb.cells[i].setdefault("metadata", {})[workspace.MODEL_KEY] = {
+        nb.cells[i].setdefault("metadata", {})[workspace.MODEL_OUTPUTS_KEY] = {
             "outputs": ran.cells[i].get("outputs", [])}
     provenance.stamp(nb, label, provenance.imported(stdout(probe)),
                      key=workspace.MODEL_RUN_KEY)

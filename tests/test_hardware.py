@@ -32,3 +32,21 @@ def test_a_gpu_reports_its_copy_engines_as_numba_does():
 def test_an_unknown_attribute_gets_a_clear_error():
     with pytest.raises(KeyError, match="attribute"):
         streamlab.attribute("NO_SUCH_THING")
+
+
+def test_numbas_own_device_call_answers_on_both_paths():
+    """Issue 55 item 8: the lessons read what the GPU says of itself with numba's own call,
+    cuda.get_current_device().ASYNC_ENGINE_COUNT; on the simulator streamlab gives the
+    simulated device the model GPU's attributes (streamlab.sim.device), and refuses any
+    other, naming those it has."""
+    from numba import cuda
+
+    dev = cuda.get_current_device()
+    for name in ("ASYNC_ENGINE_COUNT", "MEMORY_CLOCK_RATE", "GLOBAL_MEMORY_BUS_WIDTH"):
+        assert getattr(dev, name) == streamlab.attribute(name) > 0
+    assert 2 * dev.MEMORY_CLOCK_RATE * 1e3 * dev.GLOBAL_MEMORY_BUS_WIDTH / 8 / 1e9 == \
+        pytest.approx(streamlab.peak_bandwidth_gbs())
+    if streamlab.on_simulator():
+        with pytest.raises(AttributeError, match="ASYNC_ENGINE_COUNT.*WARP_SIZE needs a GPU"):
+            dev.WARP_SIZE
+        assert not hasattr(dev, "no_such_lowercase_thing")

@@ -29,18 +29,18 @@ def test_the_lessons_ask_questions():
 @pytest.mark.parametrize("path", ASKING, ids=lambda p: p.stem[:24])
 def test_every_answer_has_the_model_gpus_run_kept_and_not_older_than_its_code(path):
     nb = json.loads(path.read_text())
-    why = provenance.stale(nb, key=provenance.MODEL_KEY)
+    why = provenance.stale(nb, key=provenance.MODEL_RUN_KEY)
     assert why is None, f"{path.name}: {why}"
-    assert nb["metadata"][provenance.MODEL_KEY]["device"].startswith("model of an NVIDIA"), \
+    assert nb["metadata"][provenance.MODEL_RUN_KEY]["device"].startswith("model of an NVIDIA"), \
         "the model run names no model GPU"
     for i in workspace.answering_cells(nb["cells"]):
         cell = nb["cells"][i]
-        kept = cell.get("metadata", {}).get(workspace.MODEL_KEY)
+        kept = cell.get("metadata", {}).get(workspace.MODEL_OUTPUTS_KEY)
         assert kept is not None, f"{path.name}, cell {i}: no model GPU run kept"
         if cell.get("outputs"):  # what a GPU showed, the model shows too
             assert kept["outputs"], f"{path.name}, cell {i}: the model's run showed nothing"
     others = [i for i, c in enumerate(nb["cells"])
-              if workspace.MODEL_KEY in c.get("metadata", {})
+              if workspace.MODEL_OUTPUTS_KEY in c.get("metadata", {})
               and i not in workspace.answering_cells(nb["cells"])]
     assert not others, f"{path.name}: a model run kept on cells that answer nothing: {others}"
 
@@ -49,7 +49,7 @@ def _lesson(model=True):
     md = lambda text: {"cell_type": "markdown", "metadata": {}, "source": text}  # noqa: E731
 
     def code(gpu, sim):
-        meta = {workspace.MODEL_KEY: {"outputs": [
+        meta = {workspace.MODEL_OUTPUTS_KEY: {"outputs": [
             {"output_type": "stream", "name": "stdout", "text": sim}]}} if model else {}
         return {"cell_type": "code", "metadata": meta, "source": "run()", "execution_count": 1,
                 "outputs": [{"output_type": "stream", "name": "stdout", "text": gpu}]}
@@ -58,7 +58,7 @@ def _lesson(model=True):
         md("**Question.** How fast?"), code("GPU: 1.00 ms\n", "model: 1.10 ms\n"),
         md("**Answer.** Fast.")]}
     if model:
-        nb["metadata"][provenance.MODEL_KEY] = {"device": "model of an NVIDIA H200, not a "
+        nb["metadata"][provenance.MODEL_RUN_KEY] = {"device": "model of an NVIDIA H200, not a "
                                                           "measurement"}
     return nb
 
@@ -66,8 +66,8 @@ def _lesson(model=True):
 def test_a_guess_reveals_the_gpu_run_and_then_the_models(tmp_path):
     view = workspace.learner_view(_lesson(), "00__x")
     guess, answer = view["cells"][1], view["cells"][2]
-    assert workspace.MODEL_KEY not in answer["metadata"] and answer["outputs"] == []
-    assert provenance.MODEL_KEY not in view["metadata"]
+    assert workspace.MODEL_OUTPUTS_KEY not in answer["metadata"] and answer["outputs"] == []
+    assert provenance.MODEL_RUN_KEY not in view["metadata"]
     (tmp_path / "00__x.ipynb").write_text(json.dumps(view))
     shown = io.StringIO()
     with redirect_stdout(shown):
@@ -123,15 +123,15 @@ def test_a_prose_change_keeps_the_model_run_and_a_code_change_drops_it(tmp_path,
     (folder / "00__x__SOLUTION.ipynb").write_text(json.dumps(solved))
     assert make_lessons.main([]) == 0
     kept = json.loads((folder / "00__x.ipynb").read_text())
-    assert kept["cells"][1]["metadata"][workspace.MODEL_KEY] == \
-        have["cells"][1]["metadata"][workspace.MODEL_KEY]
-    assert provenance.MODEL_KEY in kept["metadata"] and make_lessons.RUN_KEY in kept["metadata"]
+    assert kept["cells"][1]["metadata"][workspace.MODEL_OUTPUTS_KEY] == \
+        have["cells"][1]["metadata"][workspace.MODEL_OUTPUTS_KEY]
+    assert provenance.MODEL_RUN_KEY in kept["metadata"] and make_lessons.RUN_KEY in kept["metadata"]
     solved["cells"][1]["source"] = "run(faster=True)"
     (folder / "00__x__SOLUTION.ipynb").write_text(json.dumps(solved))
     assert make_lessons.main([]) == 0
     rewritten = json.loads((folder / "00__x.ipynb").read_text())
-    assert workspace.MODEL_KEY not in rewritten["cells"][1]["metadata"]
-    assert provenance.MODEL_KEY not in rewritten["metadata"]
+    assert workspace.MODEL_OUTPUTS_KEY not in rewritten["cells"][1]["metadata"]
+    assert provenance.MODEL_RUN_KEY not in rewritten["metadata"]
 
 
 def test_the_script_refuses_a_name_that_is_no_lesson():
@@ -140,5 +140,5 @@ def test_the_script_refuses_a_name_that_is_no_lesson():
     with pytest.raises(SystemExit, match="not a lesson's learner copy"):
         model_runs.lessons([str(ROOT / "notebooks" / "00__getting_started__first_timeline"
                                              "__SOLUTION.ipynb")])
-    assert make_lessons.MODEL_KEY == workspace.MODEL_KEY
-    assert make_lessons.MODEL_RUN_KEY == workspace.MODEL_RUN_KEY == provenance.MODEL_KEY
+    assert make_lessons.MODEL_OUTPUTS_KEY == workspace.MODEL_OUTPUTS_KEY
+    assert make_lessons.MODEL_RUN_KEY == workspace.MODEL_RUN_KEY == provenance.MODEL_RUN_KEY

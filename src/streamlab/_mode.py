@@ -16,7 +16,7 @@ import os
 import sys
 from dataclasses import dataclass
 
-ENV_VAR = "STREAMLAB_DEVICE"
+DEVICE_ENV_VAR = "STREAMLAB_DEVICE"
 _CHOICES = ("auto", "gpu", "sim")
 
 
@@ -66,29 +66,29 @@ def _numba_cuda_loaded_mode() -> bool | None:
 
 def choose(environ=os.environ, probe=probe_driver) -> Mode:
     """Decide the mode from the environment (pure apart from ``probe``)."""
-    want = (environ.get(ENV_VAR) or "auto").strip().lower()
+    want = (environ.get(DEVICE_ENV_VAR) or "auto").strip().lower()
     if want not in _CHOICES:
         raise DeviceModeError(
-            f"{ENV_VAR}={environ.get(ENV_VAR)!r} is not understood: use 'gpu', 'sim', "
+            f"{DEVICE_ENV_VAR}={environ.get(DEVICE_ENV_VAR)!r} is not understood: use 'gpu', 'sim', "
             f"or leave it unset to let streamlab pick."
         )
     numba_sim = (environ.get("NUMBA_ENABLE_CUDASIM") or "0").strip()
     numba_sim = numba_sim not in ("", "0")
     if want == "sim":
-        return Mode(True, f"{ENV_VAR}=sim")
+        return Mode(True, f"{DEVICE_ENV_VAR}=sim")
     if want == "gpu":
         if numba_sim:
             raise DeviceModeError(
-                f"{ENV_VAR}=gpu but NUMBA_ENABLE_CUDASIM is set, which asks numba for the "
+                f"{DEVICE_ENV_VAR}=gpu but NUMBA_ENABLE_CUDASIM is set, which asks numba for the "
                 f"simulator. Unset one of the two."
             )
         ok, why = probe()
         if not ok:
             raise DeviceModeError(
-                f"{ENV_VAR}=gpu but {why}. Run on a machine with an NVIDIA GPU, or unset "
-                f"{ENV_VAR} (or set it to 'sim') to use Numba's CUDA simulator."
+                f"{DEVICE_ENV_VAR}=gpu but {why}. Run on a machine with an NVIDIA GPU, or unset "
+                f"{DEVICE_ENV_VAR} (or set it to 'sim') to use Numba's CUDA simulator."
             )
-        return Mode(False, f"{ENV_VAR}=gpu")
+        return Mode(False, f"{DEVICE_ENV_VAR}=gpu")
     if numba_sim:
         return Mode(True, "NUMBA_ENABLE_CUDASIM is set")
     ok, why = probe()
@@ -124,7 +124,7 @@ def activate(mode: Mode) -> None:
                 f"numba.cuda was imported before streamlab and already runs on {have}, "
                 f"but streamlab chose {want} ({mode.reason}). numba.cuda cannot switch "
                 f"once imported: restart the Python kernel and put `import streamlab` "
-                f"before any numba import, or set {ENV_VAR}="
+                f"before any numba import, or set {DEVICE_ENV_VAR}="
                 f"{'sim' if loaded else 'gpu'} to keep {have}."
             )
         return

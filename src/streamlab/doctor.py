@@ -106,7 +106,7 @@ def _compile_probe() -> str | None:
 def report() -> tuple[str, int]:
     """The doctor's text and its exit status (1 if any error was found)."""
     from ._device import device_name, mode as chosen_mode, on_simulator
-    from ._mode import ENV_VAR
+    from ._mode import DEVICE_ENV_VAR
 
     mode = chosen_mode()
     where = f"Numba's CUDA simulator ({mode.reason})" if mode.simulator else device_name()
@@ -118,7 +118,7 @@ def report() -> tuple[str, int]:
     lines.append(f"  CUDA driver    {drv or none}")
     for name, v in versions().items():
         lines.append(f"  {name:<14} {v or 'not installed'}")
-    lines.append(f"  {ENV_VAR:<14} {os.environ.get(ENV_VAR) or '(unset: chosen automatically)'}")
+    lines.append(f"  {DEVICE_ENV_VAR:<14} {os.environ.get(DEVICE_ENV_VAR) or '(unset: chosen automatically)'}")
     from ._hooks import banner
 
     lines.append(f"  numba's calls  {banner().removeprefix('streamlab: ')}")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["GraphError", "GraphNode", "GraphShape", "MODES", "INVALIDATED_MESSAGE", "check_builder",
+__all__ = ["GraphError", "GraphNode", "GraphShape", "CAPTURE_MODES", "INVALIDATED_MESSAGE", "check_builder",
            "check_stream_to_capture"]
 
 CAPTURE_UNSUPPORTED = 900  # CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
@@ -21,7 +21,7 @@ CAPTURED_EVENT = 907  # CUDA_ERROR_CAPTURED_EVENT
 INVALIDATED_MESSAGE = ("Build process encountered an error and has been invalidated. "
                        "Build process must now be ended.")
 GRAPH_EXEC_UPDATE_FAILURE = 910  # CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE
-MODES = ("global", "thread_local", "relaxed")
+CAPTURE_MODES = ("global", "thread_local", "relaxed")
 
 
 class GraphError(RuntimeError):

@@ -65,7 +65,7 @@ from __future__ import annotations
 from ._device import on_simulator
 from .graph_types import (CAPTURE_IMPLICIT, CAPTURE_INVALIDATED, CAPTURE_ISOLATION,  # noqa: F401
                           CAPTURE_UNJOINED, CAPTURE_UNSUPPORTED, CAPTURED_EVENT,
-                          GRAPH_EXEC_UPDATE_FAILURE, INVALIDATED_MESSAGE, MODES, GraphError,
+                          GRAPH_EXEC_UPDATE_FAILURE, INVALIDATED_MESSAGE, CAPTURE_MODES, GraphError,
                           GraphNode, GraphShape, check_builder,
                           check_stream_to_capture)
 
@@ -402,7 +402,6 @@ def _copy_direction(src, dst) -> str:
 
 if on_simulator():  # chosen once, at import: the simulator's stand-ins take these names
     from .sim.capture import (core_stream, end_capture, end_capture_of,  # noqa: E402, F811
-                              graph_builder, graph_shape)
-    from .sim.fill import is_capturing  # noqa: E402, F811
+                              graph_builder, graph_shape, is_capturing)
 else:
     _register_exit_keeper()

@@ -65,7 +65,7 @@ class ModelError(RuntimeError):
 
 # --- profiles ------------------------------------------------------------------------
 @dataclass(frozen=True)
-class Profile:
+class GpuProfile:
     """A GPU's figures, measured by ``scripts/measure_profile.py``."""
 
     key: str
@@ -104,7 +104,7 @@ def profiles() -> list[str]:
     return sorted(f[:-5] for f in os.listdir(_HERE) if f.endswith(".json"))
 
 
-def load_profile(key: str | None = None) -> Profile:
+def load_profile(key: str | None = None) -> GpuProfile:
     """The profile called ``key`` (default: the H200's, the course's reference GPU)."""
     key = key or DEFAULT_PROFILE
     if not isinstance(key, str):
@@ -116,11 +116,11 @@ def load_profile(key: str | None = None) -> Profile:
                          f"python scripts/measure_profile.py")
     with open(path) as f:
         data = json.load(f)
-    fields = Profile.__dataclass_fields__
-    return Profile(key=key, **{k: v for k, v in data.items() if k in fields})
+    fields = GpuProfile.__dataclass_fields__
+    return GpuProfile(key=key, **{k: v for k, v in data.items() if k in fields})
 
 
-def profile_for(device_name: str) -> Profile:
+def profile_for(device_name: str) -> GpuProfile:
     """The profile of the GPU called ``device_name``, or the default one."""
     name = device_name.lower()
     for key in profiles():
@@ -186,7 +186,7 @@ class ModelGPU:
     them), it keeps each host thread's clock and replays the GPU work when a time is
     asked for."""
 
-    def __init__(self, profile: Profile | None = None, scale: float = 1.0):
+    def __init__(self, profile: GpuProfile | None = None, scale: float = 1.0):
         self.profile = profile or load_profile()
         self.scale = scale
         self.lock = threading.RLock()
@@ -695,7 +695,7 @@ def size(*, gpu: int, sim: int) -> int:
 class Prediction:
     """What :func:`predict` yields: the model fed the block's operations."""
 
-    def __init__(self, profile: Profile):
+    def __init__(self, profile: GpuProfile):
         self.model = ModelGPU(profile)
         self.timelines: list = []
 

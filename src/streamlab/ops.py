@@ -74,7 +74,7 @@ _listeners: list = []  # callables (op) -> None, fed every op under the lock (ra
 _after: list = []  # callables () -> None, run after each emit outside the lock (may raise)
 _models: list = []  # model GPUs (streamlab.model), fed every op and every call's end
 
-KINDS = ("launch", "copy", "memset", "record", "wait", "sync", "query", "hostfn", "host",
+OP_KINDS = ("launch", "copy", "memset", "record", "wait", "sync", "query", "hostfn", "host",
          "graph")
 
 
@@ -84,7 +84,7 @@ class Op:
     function, or a host access that a check declares (kind ``host``)."""
 
     index: int
-    kind: str  # see KINDS
+    kind: str  # see OP_KINDS
     name: str  # kernel name; h2d/d2h/d2d; "event"; sync: stream/device/event; host: read/write
     stream: StreamRef | None = None
     event: object | None = None  # the event object itself (records, waits, event syncs)

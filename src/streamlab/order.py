@@ -51,10 +51,10 @@ from dataclasses import dataclass
 
 from . import ops as _ops
 from .streams import PER_THREAD_SYNCS_WITH_LEGACY, StreamRef  # noqa: F401  (the rule)
+from .kernels import ATOMIC, READ, WRITE  # noqa: F401  (the access modes, named once)
 from .ops import Op, OpLog
 from .regions import Region
 
-READ, WRITE, ATOMIC = "read", "write", "atomic"
 
 
 class RaceError(AssertionError):

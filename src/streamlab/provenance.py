@@ -46,7 +46,7 @@ import sys
 import time
 from pathlib import Path
 
-__all__ = ["KEY", "MODEL_KEY", "PROBE", "Recorder", "changed", "code_hash", "fingerprints",
+__all__ = ["KEY", "MODEL_RUN_KEY", "PROBE", "Recorder", "changed", "code_hash", "fingerprints",
            "imported", "module_hashes", "ran_of", "scope_of_lines", "stamp", "stamp_ran",
            "stale"]
 
@@ -402,9 +402,9 @@ def stamp(nb, device: str, modules, root: Path | None = None, key: str = KEY) ->
 
 #: where a lesson's learner copy records the model GPU's run of it (streamlab.workspace's
 #: MODEL_RUN_KEY; scripts/model_runs.py writes it)
-MODEL_KEY = "streamlab_model_run"
+MODEL_RUN_KEY = "streamlab_model_run"
 _AGAIN = {KEY: ("execute it on a GPU", "PART=owed scripts/gpu-check.sh"),
-          MODEL_KEY: ("run it on the simulator", "scripts/model_runs.py")}
+          MODEL_RUN_KEY: ("run it on the simulator", "scripts/model_runs.py")}
 
 
 def _file_prints(path: Path) -> dict[str, str] | None:
@@ -448,7 +448,7 @@ def changed(nb, root: Path | None = None, key: str = KEY) -> list[str] | None:
 
 def stale(nb, root: Path | None = None, key: str = KEY) -> str | None:
     """Why ``nb``'s outputs are older than what it would run now, or None if they are not
-    (``key``: the GPU run's stamp, or :data:`MODEL_KEY`, the model GPU's run's)."""
+    (``key``: the GPU run's stamp, or :data:`MODEL_RUN_KEY`, the model GPU's run's)."""
     do, script = _AGAIN[key]
     saved = nb.get("metadata", {}).get(key)
     if not saved:

@@ -324,14 +324,14 @@ class _Event:
 def decode(entry: dict) -> Run:
     """A transcript back to a :class:`Run` the judge reads: an OpLog of Ops, StreamRefs,
     Digests and plain values (TranscriptError if anything is missing or of a wrong type)."""
-    from .ops import KINDS, Op, OpLog
+    from .ops import OP_KINDS, Op, OpLog
 
     events: dict = {}
     log = OpLog()
     for i, d in enumerate(_need(entry, "ops", list, "the transcript")):
         where = f"operation {i}"
         kind = _need(d, "kind", str, where)
-        if kind not in KINDS:
+        if kind not in OP_KINDS:
             raise TranscriptError(f"{where}: unknown kind {kind!r}")
         ev = d.get("event")
         if ev is not None:

@@ -56,9 +56,9 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["FOLDER", "MARKER", "ENV_VAR", "KERNEL_METADATA", "GUESS", "Sync", "WorkspaceError",
+__all__ = ["FOLDER", "MARKER", "WORKSPACE_ENV_VAR", "KERNEL_METADATA", "GUESS", "Sync", "WorkspaceError",
            "location", "prepare", "reset", "course_files", "changed_by_learner", "content_hash",
-           "learner_view", "reveal", "GUESS_CELL", "MODEL_KEY", "MODEL_RUN_KEY",
+           "learner_view", "reveal", "GUESS_CELL", "MODEL_OUTPUTS_KEY", "MODEL_RUN_KEY",
            "answering_cells"]
 
 #: the learner's copy, inside the course folder (ignored by git)
@@ -66,7 +66,7 @@ FOLDER = "my-work"
 #: the copy's record of what was copied: marks a folder as a copy, not a course
 MARKER = ".streamlab-workspace.json"
 #: where the copy goes instead of ``my-work/`` (a path)
-ENV_VAR = "STREAMLAB_WORKSPACE"
+WORKSPACE_ENV_VAR = "STREAMLAB_WORKSPACE"
 #: where reset keeps the learner's own version of a file
 OLD = "old-versions"
 _SKIP = {".ipynb_checkpoints", "__pycache__"}
@@ -109,7 +109,7 @@ class Sync:
 def location(course: Path, environ=os.environ) -> Path:
     """Where the learner's copy of ``course`` is: ``STREAMLAB_WORKSPACE``, else
     ``my-work/`` in the course folder."""
-    chosen = (environ.get(ENV_VAR) or "").strip()
+    chosen = (environ.get(WORKSPACE_ENV_VAR) or "").strip()
     return Path(chosen).expanduser().resolve() if chosen else course / FOLDER
 
 
@@ -170,7 +170,7 @@ VIEW_KEY = "streamlab"
 #: metadata: ``{"outputs": [...]}``), and the record of that run (notebook metadata: the
 #: model, and what the run ran, as :mod:`streamlab.provenance` stamps it). Written by
 #: ``scripts/model_runs.py``, which runs the copy on Numba's simulator
-MODEL_KEY = "streamlab_model"
+MODEL_OUTPUTS_KEY = "streamlab_model"
 MODEL_RUN_KEY = "streamlab_model_run"
 
 
@@ -229,7 +229,7 @@ def learner_view(nb: dict, name: str = "") -> dict:
             meta.setdefault("jupyter", {})["source_hidden"] = True
             guess = None
         elif i in answering:
-            model = cell.get("metadata", {}).pop(MODEL_KEY, None)
+            model = cell.get("metadata", {}).pop(MODEL_OUTPUTS_KEY, None)
             if cell.get("outputs") or model:
                 shown = {"source": text.splitlines()[0] if text else "",
                          "outputs": cell.get("outputs", [])}
@@ -386,15 +386,15 @@ def _save(ws: Path, record: dict) -> None:
 
 def _check_place(course: Path, ws: Path) -> None:
     if ws.resolve() == course.resolve():
-        raise WorkspaceError(f"{ENV_VAR} names the course folder itself ({course}): the "
+        raise WorkspaceError(f"{WORKSPACE_ENV_VAR} names the course folder itself ({course}): the "
                              f"copy must be a folder of its own, or your saves would "
                              f"change the course")
     if ws.exists() and not ws.is_dir():
-        raise WorkspaceError(f"{ws} is a file, not a folder: set {ENV_VAR} to a folder")
+        raise WorkspaceError(f"{ws} is a file, not a folder: set {WORKSPACE_ENV_VAR} to a folder")
     if ws.is_dir() and any(ws.iterdir()) and not (ws / MARKER).exists():
         raise WorkspaceError(f"{ws} already holds files that are not a copy of the course "
                              f"(no {MARKER} in it): choose an empty or new folder with "
-                             f"{ENV_VAR}")
+                             f"{WORKSPACE_ENV_VAR}")
 
 
 def prepare(course: Path, ws: Path | None = None) -> Sync:

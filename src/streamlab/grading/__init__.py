@@ -169,8 +169,8 @@ def run_part(cells: list[dict], part: str, *, cwd: str, protect=(), hide=(),
     this system cannot make one); "off" uses the audit hook alone."""
     from . import sandbox as _sandbox
 
-    if sandbox not in _sandbox.MODES:
-        raise ValueError(f"sandbox={sandbox!r}: use one of {', '.join(_sandbox.MODES)}")
+    if sandbox not in _sandbox.SANDBOX_MODES:
+        raise ValueError(f"sandbox={sandbox!r}: use one of {', '.join(_sandbox.SANDBOX_MODES)}")
     nonce = secrets.token_hex(16)
     child_env = dict(os.environ if env is None else env)
     child_env.update(STREAMLAB_GRADING="1", STREAMLAB_QUIET="1", PYTHONUNBUFFERED="1")

@@ -35,7 +35,7 @@ import shutil
 import subprocess
 import sys
 
-MODES = ("auto", "bwrap", "off")
+SANDBOX_MODES = ("auto", "bwrap", "off")
 
 
 class SandboxError(RuntimeError):

@@ -13,8 +13,7 @@ The ``sim_*`` functions are the hooks that the simulator's stream, event, copy a
 stand-ins call. :func:`graph_builder`, :func:`core_stream`, :func:`end_capture`,
 :func:`end_capture_of`, :func:`is_capturing` and :func:`graph_shape` are the simulator's
 versions of :mod:`streamlab.graphs`' calls of the same names, which take their place on
-the simulator (chosen once, when ``streamlab.graphs`` is imported; ``is_capturing``
-through :func:`streamlab.sim.fill.is_capturing`, which asks only while a capture is on).
+the simulator (chosen once, when ``streamlab.graphs`` is imported).
 """
 
 from __future__ import annotations
@@ -26,7 +25,7 @@ import weakref
 
 from ..graph_types import (CAPTURE_IMPLICIT, CAPTURE_INVALIDATED, CAPTURE_ISOLATION,
                            CAPTURE_UNJOINED, CAPTURE_UNSUPPORTED, CAPTURED_EVENT,
-                           GRAPH_EXEC_UPDATE_FAILURE, INVALIDATED_MESSAGE, MODES, GraphError,
+                           GRAPH_EXEC_UPDATE_FAILURE, INVALIDATED_MESSAGE, CAPTURE_MODES, GraphError,
                            GraphNode, GraphShape, check_builder, check_stream_to_capture)
 
 _lock = threading.RLock()
@@ -358,8 +357,8 @@ class SimGraphBuilder:
         cuda.core's: 'relaxed' (its default) allows allocation in the capture; 'global'
         and 'thread_local' refuse it."""
         mode = "relaxed" if mode is None else mode
-        if mode not in MODES:
-            raise ValueError(f"Unsupported build mode: {mode!r}; use one of {', '.join(MODES)}")
+        if mode not in CAPTURE_MODES:
+            raise ValueError(f"Unsupported build mode: {mode!r}; use one of {', '.join(CAPTURE_MODES)}")
         c = self._capture
         if c.building or c.ended:
             raise GraphError("this builder has begun building already: make a new one with "
@@ -658,8 +657,9 @@ def end_capture_of(stream) -> None:
 
 
 def is_capturing(stream) -> bool:
-    """The simulator's :func:`streamlab.graphs.is_capturing`."""
-    if stream is None or isinstance(stream, int):
+    """The simulator's :func:`streamlab.graphs.is_capturing`: with no capture on (nearly
+    always), no stream is capturing, and no lane is looked for."""
+    if not capturing or stream is None or isinstance(stream, int):
         return False
     return sim_lane(stream) is not None
 

@@ -47,6 +47,7 @@ import time
 import numpy as np
 
 from . import capture
+from .device import report_attributes
 from . import driver as sim_driver
 from .pinned import SimMappedArray, SimPinnedArray, allocated, is_pinned  # noqa: F401
 from .pinned import pinned as _pin
@@ -86,6 +87,7 @@ def apply(cuda) -> None:
         patch(cuda, name, value)
     patch(sim_api, "synchronize", fills["synchronize"])  # the same function by any name
     _contexts_synchronize(cuda)
+    report_attributes()
     _to_device_takes_pinned_arrays()
     _launches_take_turns()
     _each_configuration_its_own()
@@ -526,12 +528,6 @@ def _kernels_get_nanosleep() -> None:
     fake = kernelapi.FakeCUDAModule
     if not hasattr(fake, "nanosleep"):
         patch(fake, "nanosleep", nanosleep)
-
-
-def is_capturing(stream) -> bool:
-    """The simulator's :func:`streamlab.graphs.is_capturing`: with no capture on (nearly
-    always), no stream is capturing, and the graph stand-in is not asked."""
-    return bool(capture.capturing) and capture.is_capturing(stream)
 
 
 # --- what the recorder sees: the simulator's copies, element access and launches -------
