@@ -5,6 +5,7 @@ only: on a GPU nothing is patched (test_gpu.py checks the real behaviour).
 """
 
 import asyncio
+import os
 import threading
 import time
 
@@ -299,3 +300,52 @@ def test_each_simulated_thread_sleeps_on_its_own_when_a_block_shares_one():
     end.record(s)
     end.synchronize()
     assert 0.9 <= cuda.event_elapsed_time(start, end) < 3
+
+
+def test_a_closed_contexts_streams_and_events_are_refused_as_on_a_gpu():
+    """Issue 55 item 3: after cuda.close() a GPU refuses the streams and events of the
+    context it destroyed (an H100: the stream's synchronize and a record into it,
+    CUDA_ERROR_INVALID_CONTEXT; the event's query and synchronize, and a launch into the
+    old stream, CUDA_ERROR_CONTEXT_IS_DESTROYED). The simulator accepted them; it refuses
+    them now with the same codes, and new streams and events work (streamlab.sim.stream)."""
+    import subprocess
+    import sys
+    import textwrap
+
+    program = textwrap.dedent('''
+        import re
+        import numpy as np, streamlab
+        from numba import cuda
+
+        @cuda.jit
+        def k(x):
+            x[0] = 1
+
+        s, ev, d = cuda.stream(), cuda.event(), cuda.device_array(1)
+        k[1, 1, s](d); ev.record(s); s.synchronize()
+        cuda.close()
+        def code(f):
+            try:
+                f()
+                return "accepted"
+            except Exception as e:  # noqa: BLE001
+                return re.search(r"CUDA_ERROR_[A-Z_]+", str(e)).group(0)
+        print(code(lambda: s.synchronize()), code(lambda: ev.record(s)),
+              code(lambda: ev.query()), code(lambda: ev.synchronize()),
+              code(lambda: k[1, 1, s](cuda.device_array(1))),
+              code(lambda: ev.wait(cuda.stream())))
+        s2, ev2, d2 = cuda.stream(), cuda.event(), cuda.device_array(1)
+        k[1, 1, s2](d2); ev2.record(s2); ev2.synchronize()
+        print("new ones:", code(lambda: s2.synchronize()), ev2.query(), d2.copy_to_host()[0])
+    ''')
+    env = dict(os.environ, STREAMLAB_QUIET="1", STREAMLAB_DEVICE="sim", NUMBA_ENABLE_CUDASIM="1")
+    r = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                       env=env, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    first, second = r.stdout.strip().splitlines()[-2:]
+    assert first.split() == ["CUDA_ERROR_INVALID_CONTEXT", "CUDA_ERROR_INVALID_CONTEXT",
+                             "CUDA_ERROR_CONTEXT_IS_DESTROYED",
+                             "CUDA_ERROR_CONTEXT_IS_DESTROYED",
+                             "CUDA_ERROR_CONTEXT_IS_DESTROYED",
+                             "CUDA_ERROR_INVALID_CONTEXT"], first
+    assert second == "new ones: accepted True 1.0", second

@@ -21,6 +21,8 @@ What each fill does (numba-cuda 0.30's simulator alone, then with streamlab):
   :func:`is_pinned` can tell pinned from pageable memory as on a GPU.
 - ``Stream.add_callback`` / ``async_done``: missing -> a clear error, since they
   are broken on a GPU too.
+- a stream or event made before ``cuda.close()``: accepted -> refused with the GPU's
+  codes (:mod:`streamlab.sim.stream`, where the stream and event classes live).
 - ``cuda.nanosleep(ns)`` in a kernel: missing -> the model GPU counts the time (the
   host sleeps only with the model off).
 - kernels launched from several host threads at once: a race inside the simulator (it
@@ -40,7 +42,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import itertools
 import threading
 import time
 
@@ -48,41 +49,19 @@ import numpy as np
 
 from . import capture
 from .device import report_attributes
-from . import driver as sim_driver
+from .stream import calls as stream_calls, flush
 from .pinned import SimMappedArray, SimPinnedArray, allocated, is_pinned  # noqa: F401
 from .pinned import pinned as _pin
 from .._patching import patch, patch_everywhere, wrap_attribute
 from ..kernels import copy_op, Footprint, launch_op
 from ..regions import describe_array, region_of
 from ..ops import emit, observing, recording, timed
-from ..streams import DEFAULT_HANDLE, LEGACY_HANDLE, PER_THREAD_HANDLE  # CUDA's own handles
-
-_handles = itertools.count(0x1000)
-
-
-def _flush(stream=None) -> None:
-    """Before work on ``stream`` (any synchronize: None), the host functions queued ahead
-    of it run (:func:`streamlab.sim.driver.flush`); with none queued or running, as
-    nearly always, the driver is not asked."""
-    if sim_driver.driver.outstanding:
-        sim_driver.flush(stream)
-
-_BROKEN_CALLBACK = (
-    "Stream.{name} is broken in numba-cuda 0.30 on a real GPU ('CUstream' object has "
-    "no attribute 'value'), so the course does not use it on either path. Put a host "
-    "function into the stream with the driver's call, cuda.bindings.driver."
-    "cuLaunchHostFunc(stream.handle, fn_address, user_data) (notebook 05 shows how; the "
-    "simulator stands in for it), and in asyncio await a future that the host function "
-    "resolves with loop.call_soon_threadsafe."
-)
-
 
 def apply(cuda) -> None:
     """Patch the simulator's ``numba.cuda`` module object in place (see the module)."""
     from numba.cuda.simulator import api as sim_api
 
-    stream_cls, event_cls = _stream_and_event_classes()
-    fills = {**_stream_and_event_calls(stream_cls, event_cls), **_memory_calls()}
+    fills = {**stream_calls(), **_memory_calls()}
     for name, value in fills.items():
         patch(cuda, name, value)
     patch(sim_api, "synchronize", fills["synchronize"])  # the same function by any name
@@ -93,202 +72,6 @@ def apply(cuda) -> None:
     _each_configuration_its_own()
     _kernels_get_nanosleep()
     _blocks_without_barriers_run_in_one_thread()
-
-
-def _stream_and_event_classes():
-    """SimStream and SimEvent: the simulator's stream and event, with handles, host-clock
-    times, and the record of what they do."""
-    from numba.cuda.simulator import api as sim_api
-    from numba.cuda.simulator.cudadrv.driver import CudaAPIError
-
-    from ..model import simulator_model
-
-    base_stream = sim_api.stream
-    base_event = sim_api.Event
-
-    class SimStream(base_stream):
-        """A simulator stream with a handle and the GPU stream's attributes."""
-
-        def __init__(self, handle=None):
-            # (its kind and priority: streamlab.stream_info, from its creation)
-            self.handle = next(_handles) if handle is None else int(handle)
-
-        def __int__(self):
-            return self.handle
-
-        def __cuda_stream__(self):
-            return (0, self.handle)
-
-        def __eq__(self, other):
-            return isinstance(other, SimStream) and other.handle == self.handle
-
-        def __hash__(self):
-            return hash(self.handle)
-
-        def __repr__(self):
-            names = {
-                DEFAULT_HANDLE: "<Default CUDA stream (simulator)>",
-                LEGACY_HANDLE: "<Legacy default CUDA stream (simulator)>",
-                PER_THREAD_HANDLE: "<Per-thread default CUDA stream (simulator)>",
-            }
-            if self.handle in names:
-                return names[self.handle]
-            return f"<CUDA stream {self.handle:#x} (simulator)>"
-
-        def add_callback(self, callback, arg=None):
-            raise NotImplementedError(_BROKEN_CALLBACK.format(name="add_callback"))
-
-        def async_done(self):
-            raise NotImplementedError(_BROKEN_CALLBACK.format(name="async_done"))
-
-        @timed
-        def synchronize(self):
-            if capture.capturing:
-                capture.sim_refuse_sync("stream.synchronize()")
-            _flush(self)
-            emit("sync", "stream", self)
-
-    class SimEvent(base_event):
-        """A simulator event, timed by the model GPU (:mod:`streamlab.model`).
-
-        The simulator runs everything synchronously; the model says when a GPU would
-        have reached the event. With the model off (``STREAMLAB_MODEL=off``), an event's
-        time is the host-clock time at which it was recorded.
-        """
-
-        def __init__(self, timing=True):
-            self.timing = bool(timing)
-            self._t_ns = None
-            self._uid = None  # its latest record, as the model knows it
-            # where it was last recorded: False never, None outside any capture, else
-            # (capture, its point in the graph) (streamlab.sim.capture reads and sets it)
-            self._streamlab_captured = False
-
-        @timed
-        def record(self, stream=0):
-            if capture.capturing and capture.sim_event_record(self, stream):
-                return  # a point in a graph being captured (see streamlab.sim.capture)
-            self._streamlab_captured = None  # recorded outside any capture
-            _flush(stream)  # queued host functions come before the event
-            self._t_ns = time.perf_counter_ns()
-            op = emit("record", "event", stream, event=self)
-            self._uid = op.uid if op is not None and simulator_model() is not None else None
-
-        @timed
-        def wait(self, stream=0):
-            if capture.capturing and capture.sim_event_wait(self, stream):
-                return  # the stream joins a graph's capture (see streamlab.sim.capture)
-            _flush(stream)
-            emit("wait", "event", stream, event=self)
-
-        @timed
-        def synchronize(self):
-            if capture.capturing or self._streamlab_captured:
-                capture.sim_refuse_event(self, "event.synchronize()")
-            _flush()
-            emit("sync", "event", event=self)
-
-        @timed
-        def query(self):
-            if capture.capturing or self._streamlab_captured:
-                capture.sim_refuse_event(self, "event.query()")
-            _flush()
-            model = simulator_model()
-            done = True if model is None or self._uid is None else model.done(self._uid)
-            emit("query", "event", event=self, detail={"result": done})
-            return done
-
-        def _model_time_ms(self, role):
-            """The event's time on the model, in ms (None with the model off)."""
-            model = simulator_model()
-            if model is None or self._uid is None:
-                return None
-            if not model.done(self._uid):
-                raise CudaAPIError(
-                    600,
-                    f"[CUDA_ERROR_NOT_READY] the {role} event has not been reached yet "
-                    f"(on the model GPU, as it would not have on a GPU): synchronize on "
-                    f"it (event.synchronize()) before asking for elapsed_time.",
-                )
-            return model.times(self._uid)[1] * 1000.0
-
-        def _check(self, role):
-            if self._streamlab_captured:
-                raise CudaAPIError(
-                    1,
-                    f"[CUDA_ERROR_INVALID_VALUE] the {role} event was last recorded inside "
-                    f"a graph's capture, where a record is an edge, not a node: no replay "
-                    f"records it. Time a replay with events recorded around "
-                    f"graph.launch(stream), outside the capture.",
-                )
-            if not self.timing:
-                raise CudaAPIError(
-                    400,
-                    f"[CUDA_ERROR_INVALID_HANDLE] the {role} event was created with "
-                    f"timing=False and keeps no time; create it with "
-                    f"cuda.event(timing=True).",
-                )
-            if self._t_ns is None:
-                raise CudaAPIError(
-                    400,
-                    f"[CUDA_ERROR_INVALID_HANDLE] the {role} event was never recorded; "
-                    f"call event.record(stream) after the work it marks.",
-                )
-
-        def elapsed_time(self, evtend):
-            self._check("start")
-            evtend._check("end")
-            start, end = self._model_time_ms("start"), evtend._model_time_ms("end")
-            if start is not None and end is not None:
-                return end - start
-            return (evtend._t_ns - self._t_ns) / 1e6
-
-        def __repr__(self):
-            state = "recorded" if self._t_ns is not None else "not recorded"
-            return f"<CUDA event (simulator), timing={self.timing}, {state}>"
-
-    return SimStream, SimEvent
-
-
-def _stream_and_event_calls(SimStream, SimEvent) -> dict:  # noqa: N803  (classes)
-    """numba.cuda's event and stream functions, and synchronize, made with them."""
-
-    def event(timing=True):
-        return SimEvent(timing=timing)
-
-    def event_elapsed_time(evtstart, evtend):
-        return evtstart.elapsed_time(evtend)
-
-    def stream():
-        return SimStream()
-
-    def default_stream():
-        return SimStream(DEFAULT_HANDLE)
-
-    def legacy_default_stream():
-        return SimStream(LEGACY_HANDLE)
-
-    def per_thread_default_stream():
-        return SimStream(PER_THREAD_HANDLE)
-
-    @timed
-    def synchronize():
-        if capture.capturing:
-            capture.sim_refuse_sync("cuda.synchronize()")
-        _flush()
-        emit("sync", "device", detail={"device": 0})
-
-    return {
-        "event": event,
-        "Event": SimEvent,
-        "event_elapsed_time": event_elapsed_time,
-        "stream": stream,
-        "Stream": SimStream,
-        "default_stream": default_stream,
-        "legacy_default_stream": legacy_default_stream,
-        "per_thread_default_stream": per_thread_default_stream,
-        "synchronize": synchronize,
-    }
 
 
 def _memory_calls() -> dict:
@@ -601,7 +384,7 @@ def _sim_copies() -> None:  # noqa: C901  (three copies, each with its capture)
                     lane.copy("h2d", out, ary)
                 return out
             if not _in_kernel():
-                _flush(stream)  # host functions queued in the stream run first
+                flush(stream)  # host functions queued in the stream run first
             out = orig(ary, stream=stream, copy=copy, to=to)
             if to is None and isinstance(out, fake):
                 out.stream = stream  # as on a GPU: the array remembers its stream
@@ -626,7 +409,7 @@ def _sim_copies() -> None:  # noqa: C901  (three copies, each with its capture)
                 lane.copy("d2h", ary, self)
                 return ary
             if not _in_kernel():
-                _flush(stream or self.stream)
+                flush(stream or self.stream)
             out = orig(self, ary, stream)
             if observing() and not _in_kernel():
                 stream = stream or self.stream  # as numba does on a GPU
@@ -646,7 +429,7 @@ def _sim_copies() -> None:  # noqa: C901  (three copies, each with its capture)
                 lane.copy("d2d" if isinstance(ary, fake) else "h2d", self, ary)
                 return None
             if not _in_kernel():
-                _flush(stream or self.stream)
+                flush(stream or self.stream)
             out = orig(self, ary, stream)
             if observing() and not _in_kernel():
                 stream = stream or self.stream
@@ -717,7 +500,7 @@ def _sim_launches() -> None:
                     return lane.kernel(self, args)
                 capture.sim_refuse_legacy(f"a launch of {self.fn.__name__}",
                                            getattr(self, "_streamlab_stream", 0))
-            _flush(getattr(self, "_streamlab_stream", 0))
+            flush(getattr(self, "_streamlab_stream", 0))
             # mapped host memory: the kernel writes the host array itself, as on a GPU
             args = tuple(fake(a) if isinstance(a, SimMappedArray) else a for a in args)
             if not observing():
