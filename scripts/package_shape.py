@@ -34,7 +34,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "src" / "streamlab"
 
 MUTABLE_CALLS = {"list", "dict", "set", "local", "count", "WeakKeyDictionary",
                  "WeakValueDictionary", "WeakSet", "defaultdict", "deque", "OrderedDict",
-                 "Lock", "RLock", "Condition", "Counter", "Event", "Semaphore"}
+                 "Lock", "RLock", "Condition", "Counter", "Event", "Semaphore", "Registry"}
 
 
 def modules() -> list[Path]:

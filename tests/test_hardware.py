@@ -50,3 +50,27 @@ def test_numbas_own_device_call_answers_on_both_paths():
         with pytest.raises(AttributeError, match="ASYNC_ENGINE_COUNT.*WARP_SIZE needs a GPU"):
             dev.WARP_SIZE
         assert not hasattr(dev, "no_such_lowercase_thing")
+
+
+def test_the_simulators_device_reports_the_model_gpus_own_profile():
+    """The simulated device answers with the profile the model GPU times with
+    (STREAMLAB_MODEL), not always the default one (found in review)."""
+    import os
+    import subprocess
+    import sys
+
+    program = ("import streamlab, json\nfrom numba import cuda\n"
+               "d = cuda.get_current_device()\n"
+               "print(json.dumps([d.L2_CACHE_SIZE, streamlab.model.simulator_model()"
+               ".profile.attributes['L2_CACHE_SIZE']]))")
+    seen = {}
+    for key in ("nvidia-h100", "nvidia-h200"):
+        env = dict(os.environ, STREAMLAB_QUIET="1", STREAMLAB_DEVICE="sim",
+                   NUMBA_ENABLE_CUDASIM="1", STREAMLAB_MODEL=key)
+        r = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                           env=env, timeout=300)
+        assert r.returncode == 0, r.stderr[-2000:]
+        reported, profile = __import__("json").loads(r.stdout.strip().splitlines()[-1])
+        assert reported == profile == load_profile(key).attributes["L2_CACHE_SIZE"]
+        seen[key] = reported
+    assert seen["nvidia-h100"] != seen["nvidia-h200"], seen

@@ -349,3 +349,31 @@ def test_a_closed_contexts_streams_and_events_are_refused_as_on_a_gpu():
                              "CUDA_ERROR_CONTEXT_IS_DESTROYED",
                              "CUDA_ERROR_INVALID_CONTEXT"], first
     assert second == "new ones: accepted True 1.0", second
+
+
+def test_default_streams_made_before_a_close_still_work_after_it():
+    """Handles 0, 1 and 2 are CUDA's names for the current context's default streams, not
+    objects of one context: the simulator refuses only streams and events it made before
+    cuda.close() (found in review)."""
+    import subprocess
+    import sys
+    import textwrap
+
+    program = textwrap.dedent('''
+        import numpy as np, streamlab
+        from numba import cuda
+        d0, lg, pt = cuda.default_stream(), cuda.legacy_default_stream(), \\
+            cuda.per_thread_default_stream()
+        cuda.close()
+        for s in (d0, lg, pt):
+            a = cuda.to_device(np.ones(4), stream=s)
+            ev = cuda.event()
+            ev.record(s)
+            s.synchronize()
+        print("ok", a.copy_to_host().sum())
+    ''')
+    env = dict(os.environ, STREAMLAB_QUIET="1", STREAMLAB_DEVICE="sim", NUMBA_ENABLE_CUDASIM="1")
+    r = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                       env=env, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.strip().splitlines()[-1] == "ok 4.0"

@@ -42,7 +42,7 @@ _scope_lock = threading.Lock()
 def watch_threads() -> None:
     """Let the recorder see how host threads order one another: ``Thread.start`` and
     ``Thread.join``, and what one thread hands another (:func:`_install_signals`),
-    whenever something observes (see the module's text); :func:`stop_watching` ends it."""
+    whenever something needs them (see the module's text); :func:`stop_watching` ends it."""
     on_observing(_observing_changed)
     _observing_changed()
 
@@ -83,8 +83,8 @@ def _watch_threads(patch) -> None:
     """``Thread.start`` and ``Thread.join`` order host threads: what a thread did before
     starting another comes before all the new one does; a join waits for all of it.
 
-    Replaced while something observes (the module's text says why, and what that
-    misses)."""
+    Replaced while something needs them (:func:`needed`; the module's text says why,
+    and what that misses)."""
 
     def learners(frame) -> bool:  # started or joined by the program, not by a library
         return not frame.f_code.co_filename.startswith(library_dirs())

@@ -31,9 +31,9 @@ from earlier) and from whichever thread. Outside a ``record_ops`` block the wrap
 nothing but call numba. ``streamlab.uninstall()`` puts numba back exactly.
 
 What a record holds (:class:`Op`): the kind (launch, copy, memset, record, wait, sync,
-query, hostfn, host, graph: a graph's launch), the stream (:class:`StreamRef`), the event object itself (kept
+query, hostfn, host, graph: a graph's launch), the stream (:class:`streamlab.streams.StreamRef`), the event object itself (kept
 alive by the record, so that a freed event's reused ``id()`` cannot confuse two events),
-the memory read and written (:class:`Region`, from the arrays; which kernel arguments a
+the memory read and written (:class:`streamlab.regions.Region`, from the arrays; which kernel arguments a
 kernel writes is read from the kernel's own code, see :func:`streamlab.kernels.access_modes`),
 whether the host waited for the operation before the call returned (``blocking``), the
 line of code that issued it, and whether streamlab itself issued it (``internal``: a
@@ -607,8 +607,9 @@ _on_observing: list = []  # fn(): told when observing() may have changed
 
 
 def on_observing(fn) -> None:
-    """Call ``fn()`` whenever a recorder, listener or model GPU comes or goes (the thread
-    hand-overs replace the standard library's methods only while something observes)."""
+    """Call ``fn()`` whenever a recorder, listener or model GPU comes or goes, or a model
+    GPU is first fed (the thread hand-overs replace the standard library's methods only
+    while something needs them: :func:`streamlab.handovers.needed`)."""
     if fn not in _on_observing:
         _on_observing.append(fn)
 

@@ -139,10 +139,11 @@ _pool_lock = threading.Lock()
 
 
 def _take_events(device: int, make_current) -> tuple:
-    """Two events of the pool (made 64 at a time when it runs short). ``make_current()``
-    makes the timeline's GPU current in the calling thread: a thread whose first CUDA
-    call is a span has no context yet, and cuEventCreate then fails with
-    CUDA_ERROR_INVALID_CONTEXT (seen on an H100, issue 54)."""
+    """Two events of the pool (made 64 at a time when it runs short). A thread whose first
+    CUDA call is a span has no context yet, and cuEventCreate then fails with
+    CUDA_ERROR_INVALID_CONTEXT (found in review, issue 54): ``make_current()`` then has
+    numba make the thread's device current (and raises if it is not the timeline's), and
+    the call is made again."""
     with _pool_lock:
         free = _pool.get(device)
         if free is None or len(free) < 2:

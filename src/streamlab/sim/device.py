@@ -17,12 +17,17 @@ def report_attributes() -> None:
     naming those it has."""
     from numba.cuda.simulator.cudadrv import devices
 
-    from ..model import load_profile
+    import os
+
+    from ..model import load_profile, simulator_model
 
     def attribute(self, name):
         if name.startswith("_") or not name.isupper():
             raise AttributeError(name)
-        figures = load_profile().attributes
+        model = simulator_model()  # the profile the model GPU times with
+        profile = model.profile if model is not None else \
+            load_profile(os.environ.get("STREAMLAB_MODEL", "").strip() or None)
+        figures = profile.attributes
         if name not in figures:
             raise AttributeError(
                 f"the simulator's device reports only the model GPU's attributes, "

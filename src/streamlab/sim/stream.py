@@ -9,11 +9,13 @@ with them (:mod:`streamlab.sim.fill` puts them in place).
 
 **A closed context.** After ``cuda.close()`` a GPU refuses the streams and events of the
 context it destroyed. Measured on an H100 (numba-cuda 0.30, driver 580): the old
-stream's ``synchronize()`` and an event's ``record()`` into it fail with
+stream's ``synchronize()`` and the old event's ``record()`` into it fail with
 CUDA_ERROR_INVALID_CONTEXT, the old event's ``query()`` and ``synchronize()``, and a
 launch into the old stream, with CUDA_ERROR_CONTEXT_IS_DESTROYED. The simulator's own
 ``close()`` only marked the device list closed and went on accepting them; here a stream
-or event made before the latest ``cuda.close()`` is refused with the same codes. (In that
+or event made before the latest ``cuda.close()`` is refused with the same codes (a new
+event's record into an old stream, not measured, with the stream's). The default streams
+(handles 0, 1 and 2) name the current context's own and are not refused. (In that
 probe, new streams, events and arrays made after the close were refused too; yet
 numba-cuda's own tests make new ones after ``cuda.close()`` on a GPU and pass. Which of
 the two a program meets was not established, so new objects are accepted here.)
@@ -42,7 +44,8 @@ def flush(stream=None) -> None:
     nearly always, the driver is not asked. Every copy, launch, record and synchronize
     comes here first: one in a stream made before ``cuda.close()`` is refused, as on a
     GPU."""
-    if stream and getattr(stream, "_streamlab_context", _context["closes"]) != _context["closes"]:
+    made = getattr(stream, "_streamlab_context", None) if stream else None
+    if made is not None and made != _context["closes"]:
         refuse_after_close("a call in this stream")
     if sim_driver.driver.outstanding:
         sim_driver.flush(stream)
@@ -75,8 +78,11 @@ def refuse_after_close(what: str, code: str = "CONTEXT_IS_DESTROYED") -> None:
 
 def check_open(obj, what: str, code: str = "CONTEXT_IS_DESTROYED") -> None:
     """Refuse ``what`` if ``obj`` (a stream or event of this module) was made before the
-    latest ``cuda.close()``, as a GPU refuses one of the context that was destroyed."""
-    if getattr(obj, "_streamlab_context", 0) != _context["closes"]:
+    latest ``cuda.close()``, as a GPU refuses one of the context that was destroyed. The
+    default streams (handles 0, 1 and 2) are CUDA's names for the current context's own,
+    and belong to no one context (None)."""
+    made = getattr(obj, "_streamlab_context", None)
+    if made is not None and made != _context["closes"]:
         refuse_after_close(what, code)
 
 
@@ -85,8 +91,11 @@ class SimStream(sim_api.stream):
 
     def __init__(self, handle=None):
         # (its kind and priority: streamlab.stream_info, from its creation)
-        self._streamlab_context = _context["closes"]  # the context it belongs to
         self.handle = next(_handles) if handle is None else int(handle)
+        # the context it belongs to (a default stream's handle names the current one's)
+        self._streamlab_context = None if self.handle in (DEFAULT_HANDLE, LEGACY_HANDLE,
+                                                          PER_THREAD_HANDLE) \
+            else _context["closes"]
 
     def __int__(self):
         return self.handle
@@ -148,6 +157,7 @@ class SimEvent(sim_api.Event):
     def record(self, stream=0):
         """Record the event in ``stream`` (the model GPU times it)."""
         check_open(self, "event.record(stream)", "INVALID_CONTEXT")
+        check_open(stream, "event.record(stream)", "INVALID_CONTEXT")
         if capture.capturing and capture.sim_event_record(self, stream):
             return  # a point in a graph being captured (see streamlab.sim.capture)
         self._streamlab_captured = None  # recorded outside any capture
