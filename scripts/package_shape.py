@@ -8,8 +8,9 @@ It prints, for ``src/streamlab``:
 * **code lines**: lines that hold code, without docstrings, comments or blank lines;
 * **the longest modules** (all lines), and ``ops.py``'s length;
 * **private names used across modules**: ``from .x import _name`` of a name (not a
-  module) defined in another streamlab module, and ``alias._name`` where ``alias`` is an
-  imported streamlab module. A module that reaches into another's private state is the
+  module) defined in another streamlab module, and ``module._name`` or
+  ``getattr(module, "_name")`` where ``module`` is an imported streamlab module (by an
+  alias, or spelled out: ``streamlab.sim.fill._x``). A module that reaches into another's private state is the
   coupling issue 55 asks to remove; a private *module* (``_device``) imported whole is
   the package's own business and is not counted, nor is a name defined in the same
   module;
@@ -104,11 +105,29 @@ def private_uses(path: Path) -> list[str]:
             for a in node.names:
                 if a.name.startswith("streamlab") and a.asname:
                     aliases[a.asname] = a.name
+    def dotted(value) -> str | None:
+        """The streamlab module an expression names (``_ops``, ``streamlab.sim.fill``)."""
+        if isinstance(value, ast.Name):
+            return aliases.get(value.id) or ("streamlab" if value.id == "streamlab" else None)
+        if isinstance(value, ast.Attribute):
+            base = dotted(value.value)
+            return f"{base}.{value.attr}" if base and _is_module(f"{base}.{value.attr}") \
+                else None
+        return None
+
     for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
-                and node.value.id in aliases and node.attr.startswith("_") \
-                and not node.attr.startswith("__") and aliases[node.value.id] != me:
-            found.append(f"{aliases[node.value.id]}.{node.attr} (line {node.lineno})")
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_") \
+                and not node.attr.startswith("__"):
+            owner = dotted(node.value)
+            if owner and owner != "streamlab" and owner != me:
+                found.append(f"{owner}.{node.attr} (line {node.lineno})")
+        elif isinstance(node, ast.Call) and getattr(node.func, "id", "") == "getattr" \
+                and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) \
+                and isinstance(node.args[1].value, str) and node.args[1].value.startswith("_") \
+                and not node.args[1].value.startswith("__"):
+            owner = dotted(node.args[0])
+            if owner and owner != "streamlab" and owner != me:
+                found.append(f"{owner}.{node.args[1].value} (getattr, line {node.lineno})")
     return found
 
 

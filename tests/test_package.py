@@ -228,3 +228,8 @@ def test_the_shape_measures_find_what_they_count(tmp_path, monkeypatch):
     assert [u.split(" ")[0] for u in package_shape.private_uses(user)] == [
         "streamlab.ops._tls", "streamlab.ops._lock"]
     assert package_shape.private_uses(root / "ops.py") == []  # its own names are its own
+    spelled = root / "spelled.py"
+    spelled.write_text("import streamlab.ops\nimport streamlab\na = streamlab.ops._tls\n"
+                       "b = getattr(streamlab.ops, '_lock')\nc = getattr(streamlab.ops, 'f')\n")
+    assert [u.split(" ")[0] for u in package_shape.private_uses(spelled)] == [
+        "streamlab.ops._tls", "streamlab.ops._lock"]
