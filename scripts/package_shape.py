@@ -63,7 +63,8 @@ def code_lines(source: str) -> int:
     return len(lines)
 
 
-def _module_of(path: Path) -> str:
+def module_name(path: Path) -> str:
+    """The dotted name of the package's module at ``path`` (``streamlab.sim.fill``)."""
     rel = path.relative_to(PACKAGE.parent).with_suffix("")
     parts = list(rel.parts)
     if parts[-1] == "__init__":
@@ -71,8 +72,10 @@ def _module_of(path: Path) -> str:
     return ".".join(parts)
 
 
-def _target(path: Path, node: ast.ImportFrom) -> str:
-    name = _module_of(path)
+def import_target(path: Path, node: ast.ImportFrom) -> str:
+    """The dotted module a ``from ... import`` in ``path`` reads from, relative levels
+    resolved."""
+    name = module_name(path)
     package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
     if node.level:
         base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
@@ -80,7 +83,8 @@ def _target(path: Path, node: ast.ImportFrom) -> str:
     return node.module or ""
 
 
-def _is_module(dotted: str) -> bool:
+def is_module(dotted: str) -> bool:
+    """Is ``dotted`` one of the package's modules or subpackages?"""
     as_path = PACKAGE.parent / dotted.replace(".", "/")
     return as_path.with_suffix(".py").exists() or as_path.is_dir()
 
@@ -88,15 +92,15 @@ def _is_module(dotted: str) -> bool:
 def private_uses(path: Path) -> list[str]:
     """Another streamlab module's private names that ``path`` imports or reads."""
     tree = ast.parse(path.read_text())
-    me = _module_of(path)
+    me = module_name(path)
     found, aliases = [], {}
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
-            target = _target(path, node)
+            target = import_target(path, node)
             if not target.startswith("streamlab"):
                 continue
             for a in node.names:
-                if _is_module(f"{target}.{a.name}"):
+                if is_module(f"{target}.{a.name}"):
                     aliases[a.asname or a.name] = f"{target}.{a.name}"
                 elif a.name.startswith("_") and not a.name.startswith("__") \
                         and target != me:
@@ -111,7 +115,7 @@ def private_uses(path: Path) -> list[str]:
             return aliases.get(value.id) or ("streamlab" if value.id == "streamlab" else None)
         if isinstance(value, ast.Attribute):
             base = dotted(value.value)
-            return f"{base}.{value.attr}" if base and _is_module(f"{base}.{value.attr}") \
+            return f"{base}.{value.attr}" if base and is_module(f"{base}.{value.attr}") \
                 else None
         return None
 
@@ -151,7 +155,7 @@ def mutable_globals(path: Path) -> list[str]:
             for t in targets:
                 if isinstance(t, ast.Name) and t.id != "__all__" \
                         and t.id.lstrip("_") != t.id.lstrip("_").upper():
-                    found.append(f"{_module_of(path)}.{t.id} (line {node.lineno})")
+                    found.append(f"{module_name(path)}.{t.id} (line {node.lineno})")
     return found
 
 

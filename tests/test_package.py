@@ -7,41 +7,26 @@ import inspect
 import pkgutil
 from pathlib import Path
 
+from package_shape import import_target, is_module, module_name
+
 import streamlab
 
 PACKAGE = Path(streamlab.__file__).parent
 
 
-def module_name(path: Path) -> str:
-    rel = path.relative_to(PACKAGE.parent).with_suffix("")
-    parts = list(rel.parts)
-    if parts[-1] == "__init__":
-        parts.pop()
-    return ".".join(parts)
-
-
 def imports_of(path: Path) -> set[str]:
     """Every streamlab module ``path`` imports, at the top or inside a function."""
     name = module_name(path)
-    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
     found = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
             found |= {a.name for a in node.names if a.name.startswith("streamlab")}
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
-                target = f"{base}.{node.module}" if node.module else base
-            else:
-                target = node.module or ""
+            target = import_target(path, node)
             if target.startswith("streamlab"):
                 for alias in node.names:  # `from . import ops` imports the module ops
                     module = f"{target}.{alias.name}"
-                    as_path = PACKAGE.parent / module.replace(".", "/")
-                    if as_path.with_suffix(".py").exists() or as_path.is_dir():
-                        found.add(module)
-                    else:
-                        found.add(target)
+                    found.add(module if is_module(module) else target)
     found.discard(name)
     return found
 
