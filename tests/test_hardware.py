@@ -74,3 +74,10 @@ def test_the_simulators_device_reports_the_model_gpus_own_profile():
         assert reported == profile == load_profile(key).attributes["L2_CACHE_SIZE"]
         seen[key] = reported
     assert seen["nvidia-h100"] != seen["nvidia-h200"], seen
+    env = dict(os.environ, STREAMLAB_QUIET="1", STREAMLAB_DEVICE="sim",
+               NUMBA_ENABLE_CUDASIM="1", STREAMLAB_MODEL="off")  # the model off: default
+    r = subprocess.run([sys.executable, "-c", "import streamlab\nfrom numba import cuda\n"
+                        "print(cuda.get_current_device().L2_CACHE_SIZE)"],
+                       capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert int(r.stdout.strip().splitlines()[-1]) == load_profile().attributes["L2_CACHE_SIZE"]

@@ -17,17 +17,15 @@ def report_attributes() -> None:
     naming those it has."""
     from numba.cuda.simulator.cudadrv import devices
 
-    import os
-
     from ..model import load_profile, simulator_model
 
     def attribute(self, name):
         if name.startswith("_") or not name.isupper():
             raise AttributeError(name)
-        model = simulator_model()  # the profile the model GPU times with
-        profile = model.profile if model is not None else \
-            load_profile(os.environ.get("STREAMLAB_MODEL", "").strip() or None)
-        figures = profile.attributes
+        # the profile the model GPU times with; with the model off (STREAMLAB_MODEL=off),
+        # the default one, as streamlab.attribute answers
+        model = simulator_model()
+        figures = (model.profile if model is not None else load_profile()).attributes
         if name not in figures:
             raise AttributeError(
                 f"the simulator's device reports only the model GPU's attributes, "
