@@ -248,3 +248,36 @@ def test_streamlab_loaded_through_a_path_with_dots_is_still_the_librarys_code(tm
                          env=env, cwd=tmp_path, timeout=120)
     assert f"LOADED {dotted}" in out.stdout, out.stdout + out.stderr
     assert "LIBRARY True" in out.stdout, out.stdout + out.stderr
+
+
+def test_an_emitted_operation_has_every_field_of_an_op_and_no_other():
+    """emit makes its Op without the dataclass's __init__ (for a lean span while a recorder
+    listens): a field added to Op and not to emit would be missing from every record."""
+    import dataclasses
+
+    from streamlab.ops import Op, emit
+
+    s, ev = cuda.stream(), cuda.event()
+    with streamlab.record_ops() as ops:
+        made = emit("record", "event", s, event=ev)
+    assert set(made.__dict__) == {f.name for f in dataclasses.fields(Op)}
+    assert set(ops[0].__dict__) == set(made.__dict__) and ops[0].index == 0
+    assert made.stream == streamlab.StreamRef.of(s) and made.where.startswith("line ")
+    assert dataclasses.replace(made, index=3).index == 3  # still an ordinary dataclass
+
+
+def test_a_stream_is_described_once_per_thread_and_kept_with_it():
+    """ref_of keeps each stream's StreamRef with the stream object, per thread (issue 55:
+    a stream's identity is not asked again per event); default streams are not kept."""
+    from streamlab import streams
+
+    s = streamlab.stream(nonblocking=True, priority=-1)
+    first = streams.ref_of(s)
+    assert streams.ref_of(s) is first and first.kind == "non-blocking"
+    assert first.priority == -1
+    seen = []
+    t = threading.Thread(target=lambda: seen.append(streams.ref_of(s)), name="other")
+    t.start()
+    t.join()
+    assert seen[0].thread == "other" and seen[0].key() == first.key()
+    assert streams.ref_of(cuda.default_stream()).is_legacy_default

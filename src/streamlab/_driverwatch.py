@@ -111,6 +111,8 @@ def _table():
 
 
 _watched: dict = {}  # cbid -> (what, params class, per-thread variant)
+#: the calls noted whoever makes them (an event's flags; stream-ordered allocations)
+_ANY_CALLER = frozenset(("create event", "alloc", "free"))
 
 
 def _callback(userdata, domain, cbid, data) -> None:
@@ -121,6 +123,9 @@ def _callback(userdata, domain, cbid, data) -> None:
         if data.callback_site != _state["exit"]:
             return
         what, params_cls, ptsz = _watched[cbid]
+        if what not in _ANY_CALLER and _from_numba_or_streamlab(sys._getframe(1)):
+            return  # numba's wrappers describe it (or it is streamlab's own): before the
+            # parameters are read, as most calls while a recorder listens are these
         params = params_cls.from_ptr(data.function_params, readonly=True) \
             if params_cls is not None else None
         if what == "create event":  # its flags, for blocking_sync(); any caller's
@@ -142,8 +147,6 @@ def _callback(userdata, domain, cbid, data) -> None:
                 note_allocation(what, handle, int(getattr(params, "bytesize", 0)) or None,
                                 address)
             return
-        if _from_numba_or_streamlab(sys._getframe(1)):
-            return  # numba's wrappers describe it (or it is streamlab's own)
         detail = {"driver": data.function_name}
         if what == "stream sync":
             ops.emit("sync", "stream", _stream(int(params.h_stream), ptsz), detail=detail)

@@ -58,6 +58,7 @@ the checks) only read.
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import os
 import sys
@@ -350,10 +351,6 @@ def internal():
     return _Internal()
 
 
-def _is_internal() -> bool:
-    return getattr(_tls, "internal", 0) > 0
-
-
 @contextlib.contextmanager
 def running_host_function(uid: int | None):
     """The host accesses inside happen in a host function (the record ``uid``): they
@@ -400,39 +397,40 @@ def host_function_began_delay() -> float:
     return began if began is not None and current_host_function() is not None else 0.0
 
 
-_skip_dirs: list[str] = []  # filled once, in place
-
-
+@functools.lru_cache(maxsize=1)
 def library_dirs() -> tuple[str, ...]:
     """Folders of the code that is never the learner's: streamlab, numba, cuda-python,
-    and the standard library's threading and contextlib."""
-    if not _skip_dirs:
-        import importlib.util
+    and the standard library's threading and contextlib (found once)."""
+    import importlib.util
 
-        # streamlab's folder both as loaded and as an absolute path: code objects carry
-        # the path as loaded ("scripts/../src/streamlab" when a script put that on
-        # sys.path), and a frame of streamlab's must never be taken for the learner's
-        dirs = [p.rstrip(os.sep) for p in _PACKAGE] + [
-            os.path.dirname(contextlib.__file__), os.path.dirname(threading.__file__)]
-        for name in ("numba", "numba.cuda", "cuda.bindings", "cuda.core"):
-            try:
-                spec = importlib.util.find_spec(name)
-            except (ImportError, ValueError):
-                spec = None
-            for loc in (spec.submodule_search_locations or []) if spec else []:
-                dirs.append(os.path.abspath(loc))
-        _skip_dirs[:] = dict.fromkeys(dirs)
-    return tuple(_skip_dirs)
+    # streamlab's folder both as loaded and as an absolute path: code objects carry
+    # the path as loaded ("scripts/../src/streamlab" when a script put that on
+    # sys.path), and a frame of streamlab's must never be taken for the learner's
+    dirs = [p.rstrip(os.sep) for p in _PACKAGE] + [
+        os.path.dirname(contextlib.__file__), os.path.dirname(threading.__file__)]
+    for name in ("numba", "numba.cuda", "cuda.bindings", "cuda.core"):
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            spec = None
+        for loc in (spec.submodule_search_locations or []) if spec else []:
+            dirs.append(os.path.abspath(loc))
+    return tuple(dict.fromkeys(dirs))
 
 
 _numpy_dir = os.path.dirname(os.path.dirname(os.path.abspath(_np_file))) \
     if (_np_file := getattr(__import__("numpy"), "__file__", None)) else None
 
 
+@functools.lru_cache(maxsize=1)
+def _not_the_learners() -> tuple:
+    return library_dirs() + ((_numpy_dir,) if _numpy_dir else ())
+
+
 def _caller() -> str:
     """The learner's line that issued the call: the first frame outside numba,
     cuda-python, numpy, streamlab and the standard library."""
-    skip = library_dirs() + ((_numpy_dir,) if _numpy_dir else ())
+    skip = _not_the_learners()
     frame = sys._getframe(2)
     while frame is not None:
         path = frame.f_code.co_filename
@@ -451,29 +449,41 @@ def _caller() -> str:
 _uids = itertools.count(1)
 
 
+_STREAM_KINDS = frozenset(("launch", "copy", "memset", "record", "wait", "hostfn"))
+
+
 def emit(kind: str, name: str, stream=None, *, event=None, pinned=None, blocking=False,
          reads=(), writes=(), atomics=(), host_reads=(), detail=None,
          stream_ref=None) -> Op | None:
-    """Record one operation in every active recorder (called by the hooks); return it."""
-    if not observing():
+    """Record one operation in every active recorder (called by the hooks); return it.
+
+    Every span and every call a check records comes through here, so it is kept lean
+    (issue 54: a span while record_ops is on, at most 50 us on a GPU): the thread's
+    state read once, and the Op made without the frozen dataclass's field-by-field
+    ``__init__``."""
+    if not (_recorders or _listeners or _models):
         return None
-    full = recording()
+    full = bool(_recorders or _listeners)
     ref = stream_ref
-    if ref is None and (stream is not None or kind in ("launch", "copy", "memset",
-                                                       "record", "wait", "hostfn")):
+    if ref is None and (stream is not None or kind in _STREAM_KINDS):
         ref = ref_of(stream)
-    if kind == "host" and getattr(_tls, "hostfn", None) is not None:
-        detail = dict(detail or {}, in_host_function=_tls.hostfn)
-    elif getattr(_tls, "hostfn", None) is not None:  # a CUDA call from a host function
-        detail = dict(detail or {}, issued_in_host_function=_tls.hostfn)
-    if getattr(_tls, "graph", None) is not None:  # a node of a graph being replayed
-        detail = dict(detail or {}, graph_node=_tls.graph)
-    op = Op(0, kind, name, ref, event=event, pinned=pinned,
-            thread=threading.current_thread().name, blocking=blocking,
-            internal=_is_internal(), reads=_regions(reads), writes=_regions(writes),
-            atomics=_regions(atomics), host_reads=_regions(host_reads),
-            where=_caller() if full else "", detail=detail or {}, uid=next(_uids))
-    _tls.last_uid = _emitted["last"] = op.uid
+    state = _tls.__dict__  # this thread's own
+    hostfn = state.get("hostfn")
+    if hostfn is not None:  # a host access in a host function, or a CUDA call from one
+        detail = dict(detail or {}, **{"in_host_function" if kind == "host"
+                                       else "issued_in_host_function": hostfn})
+    graph = state.get("graph")
+    if graph is not None:  # a node of a graph being replayed
+        detail = dict(detail or {}, graph_node=graph)
+    op = object.__new__(Op)
+    fields = op.__dict__
+    fields.update(index=0, kind=kind, name=name, stream=ref, event=event, pinned=pinned,
+                  thread=threading.current_thread().name, blocking=blocking,
+                  internal=state.get("internal", 0) > 0,
+                  reads=_regions(reads), writes=_regions(writes), atomics=_regions(atomics),
+                  host_reads=_regions(host_reads), where=_caller() if full else "",
+                  detail=detail or {}, uid=next(_uids))
+    state["last_uid"] = _emitted["last"] = op.uid
     with _lock:
         for rec in _recorders:
             rec.log.append(_numbered(op, len(rec.log)))
@@ -481,7 +491,7 @@ def emit(kind: str, name: str, stream=None, *, event=None, pinned=None, blocking
             listen(op)
         for model in _models:
             model.feed(op)
-    if not getattr(_tls, "quiet", 0):  # (a hand-over's record: the checks wait for the next)
+    if _after and not state.get("quiet", 0):  # (a hand-over's: the checks wait for the next)
         for after in _after:
             after()
     return op
@@ -564,13 +574,6 @@ def add_after_emit(fn) -> None:
     """Run ``fn()`` after every emitted operation, outside the lock (it may raise)."""
     with _lock:
         _after.append(fn)
-
-
-def remove_listener(fn) -> None:
-    """Stop calling ``fn`` (see :func:`add_listener`)."""
-    with _lock:
-        _listeners.remove(fn)
-    _listening_changed()
 
 
 _on_listening: list = []  # fn(listening: bool): told when recording() may have changed

@@ -193,7 +193,7 @@ def stream_info(stream) -> StreamInfo:
         except TypeError:  # an object that cannot be weakly referenced: asked each time
             known = None
         if known is not None:
-            return known
+            return known[0]
     handle = handle_of(stream)
     if _device.SIMULATOR:
         return _sim_info(stream, handle)
@@ -227,14 +227,15 @@ def stream_info(stream) -> StreamInfo:
         _seen[handle] = info
         if not isinstance(stream, int):
             try:
-                _known[stream] = info
+                _known[stream] = (info, {})
             except TypeError:
                 pass
     return info
 
 
 _seen: dict = {}  # handle -> StreamInfo, for streams asked about while capturing
-#: stream object -> StreamInfo, for as long as the object lives (see stream_info)
+#: stream object -> (StreamInfo, {thread name: StreamRef}), for as long as the object
+#: lives (see stream_info and ref_of)
 _known: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
@@ -290,12 +291,38 @@ def _device_id() -> int:
 
 def ref_of(stream) -> StreamRef:
     """``stream`` (a stream object, or 0 for the default stream) as the recorder names
-    it, seen from the calling thread: a per-thread default stream is the thread's own."""
+    it, seen from the calling thread: a per-thread default stream is the thread's own.
+
+    A stream object that is not a default stream is described once per thread that
+    uses it, and that StreamRef is kept with the object (every record and launch in it
+    asks: issue 55)."""
+    thread = threading.current_thread().name
+    kept = None
+    if stream is not None and not isinstance(stream, int):
+        try:
+            kept = _known.get(stream)
+        except TypeError:  # an object that cannot be weakly referenced
+            kept = None
+        if kept is not None:
+            ref = kept[1].get(thread)
+            if ref is not None:
+                return ref
     handle = canonical_handle(0 if stream is None else stream)
     special = handle in (1, 2)
     info = stream_info(handle if special else stream)
     device = _device_id() if special else info.device
-    return StreamRef(handle, info.kind, threading.current_thread().name, device, info.priority)
+    ref = StreamRef(handle, info.kind, thread, device, info.priority)
+    if not special and stream is not None and not isinstance(stream, int):
+        try:
+            if _device.SIMULATOR:  # (on a GPU, stream_info keeps what it asked)
+                kept = kept or _known.setdefault(stream, (info, {}))
+            else:
+                kept = _known.get(stream)
+        except TypeError:  # an object that cannot be weakly referenced
+            kept = None
+        if kept is not None and kept[0] == info:  # (not a capture's guess)
+            kept[1][thread] = ref
+    return ref
 
 
 # The range of the H100s and H200s the course was measured on (GPU_NOTES): what the
