@@ -227,3 +227,30 @@ def test_each_host_thread_has_its_own_per_thread_default_stream_row():
         t.join()
     rows = sorted(r.label for r in tl.trace().rows)
     assert rows == [f"per-thread default stream (worker {i})" for i in range(3)]
+
+
+def test_a_stream_is_worked_out_at_its_first_span_only_and_per_thread_streams_never():
+    """A span keeps its stream's handle and key in the timeline at the stream's first span
+    (issue 54: a lean span); the per-thread default stream, one per thread, is worked
+    out at every span, so that two threads' spans still land on two rows."""
+    tl = Timeline()
+    s, other = cuda.stream(), cuda.stream()
+    for stream in (s, s, other):
+        with tl.span("k", stream):
+            streamlab.spin[1, 1, stream](1000)
+    assert [v[0] for v in tl._handles.values()] == [s, other]
+    pt = cuda.per_thread_default_stream()
+
+    def span_here():
+        with tl.span("pt", pt):
+            streamlab.spin[1, 1, pt](1000)
+        cuda.synchronize()
+
+    span_here()
+    t = threading.Thread(target=span_here, name="second thread")
+    t.start()
+    t.join()
+    cuda.synchronize()
+    assert len(tl._handles) == 2
+    rows = {sp.row for sp in tl.trace().spans if sp.name == "pt"}
+    assert len(rows) == 2, rows

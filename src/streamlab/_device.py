@@ -69,9 +69,13 @@ def describe() -> str:
 def pick(*, gpu, sim):
     """``gpu`` on a real GPU, ``sim`` on the simulator: one notebook serves both.
 
+    For any value that differs between the two (threads per block, how long a kernel
+    spins, how many repeats); a notebook's main problem size is :func:`streamlab.size`,
+    which also tells the model GPU to time the simulator's small arrays as the GPU's.
+
     >>> import streamlab
-    >>> n = streamlab.pick(gpu=1 << 20, sim=1 << 10)
-    >>> n == (1 << 10 if streamlab.on_simulator() else 1 << 20)
+    >>> threads = streamlab.pick(gpu=256, sim=64)
+    >>> threads == (64 if streamlab.on_simulator() else 256)
     True
     """
     return sim if on_simulator() else gpu

@@ -9,7 +9,7 @@ simulator the model GPU answers, from the attributes its profile keeps
 from __future__ import annotations
 
 from ._device import on_simulator
-from .model import load_profile
+from .gpu_profiles import load_profile
 
 __all__ = ["attribute", "peak_bandwidth_gbs"]
 

@@ -93,10 +93,10 @@ def memory_resource(device: int | None = None):
     with the same two calls."""
     if device is not None and (isinstance(device, bool) or not isinstance(device, int)):
         raise TypeError(f"device is a GPU's number (0, 1, ...) or None, got {device!r}")
-    if on_simulator():
+    if on_simulator():  # (where cuda.core's Device is the simulator's stand-in)
         if device not in (None, 0):
             raise ValueError(f"the simulator has one GPU, number 0; got device={device}")
-        return SimMemoryResource()
+        device = 0
     from cuda.core import Device
 
     dev = Device(cuda.get_current_device().id if device is None else device)
@@ -120,80 +120,8 @@ def as_array(buffer, shape, dtype):
     if nbytes > size:
         raise ValueError(f"{shape} of {dtype} needs {nbytes} bytes; the buffer has {size}: "
                          f"allocate at least {nbytes}")
-    if isinstance(buffer, SimBuffer):
+    if on_simulator() and hasattr(buffer, "array"):  # the simulator's pool's (sim.pool)
         return buffer.array(shape, dtype)
     desc = {"shape": shape, "typestr": dtype.str, "data": (int(buffer.handle), False),
             "version": 3, "strides": None}
     return cuda.from_cuda_array_interface(desc, owner=buffer, sync=False)
-
-
-class SimMemoryResource:
-    """cuda.core's DeviceMemoryResource, on the simulator: ``allocate`` and the buffers'
-    ``close`` take a stream and return at once, as on a GPU."""
-
-    def allocate(self, size: int, *, stream) -> "SimBuffer":
-        """A buffer of ``size`` bytes, allocated in ``stream`` (a cuda.core stream)."""
-        if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0:
-            raise ValueError(f"allocate takes a number of bytes (0 or more), got {size!r}")
-        _stream_of(stream, "allocate")
-        from .streams import handle_of
-
-        handle = handle_of(stream)
-        buf = SimBuffer(int(size), handle)
-        note_allocation("alloc", handle, int(size), buf.address)
-        return buf
-
-    def __repr__(self):
-        return "<DeviceMemoryResource (simulator stand-in)>"
-
-
-class SimBuffer:
-    """cuda.core's Buffer, on the simulator: ``size`` bytes of simulator device memory, of
-    which every :func:`as_array` is a view (two views of one buffer share it, as on a GPU)."""
-
-    def __init__(self, size: int, stream_handle: int | None = None):
-        self.size = size
-        self.closed = False
-        self._stream_handle = stream_handle  # where it was allocated: a free's default
-        self._bytes = cuda.device_array(size, np.uint8)
-        # its "device address": where the simulator keeps its bytes (what the race check
-        # and the recorded launches call the address of an array viewing it)
-        self.address = int(self._bytes._ary.__array_interface__["data"][0])
-
-    def array(self, shape, dtype):
-        """A view of the buffer's first bytes as an array of ``shape`` and ``dtype``."""
-        if self.closed:
-            raise RuntimeError("this buffer was closed (freed): allocate a new one")
-        nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
-        view = self._bytes[:nbytes].view(dtype).reshape(shape)
-        view._streamlab_buffer = self  # as on a GPU, the array keeps its buffer alive
-        return view
-
-    def close(self, stream=None) -> None:
-        """Free the buffer in ``stream``'s order (None: the stream it was allocated in)."""
-        if self.closed:
-            return
-        if stream is not None:
-            _stream_of(stream, "close")
-        from .streams import handle_of
-
-        self.closed = True
-        note_allocation("free", handle_of(stream) if stream is not None
-                        else self._stream_handle, None, self.address, True)
-
-    def __del__(self):
-        # as cuda.core's Buffer: one nothing holds any more is freed in its stream
-        if not getattr(self, "closed", True):
-            self.closed = True
-            note_allocation("free", self._stream_handle, None, getattr(self, "address", None),
-                            False)
-
-    def __repr__(self):
-        return f"<Buffer of {self.size} bytes (simulator stand-in)>"
-
-
-def _stream_of(stream, call: str):
-    if stream is None or not hasattr(stream, "__cuda_stream__"):
-        raise TypeError(f"{call} takes stream=Device().create_stream(s) for a numba stream s, "
-                        f"got {stream!r}")
-    return stream

@@ -41,92 +41,21 @@ from __future__ import annotations
 
 import contextlib
 import heapq
-import json
 import os
 import threading
 import time
 from dataclasses import dataclass, field
 
 from . import ops as _ops
+from .gpu_profiles import (DEFAULT_PROFILE, GpuProfile, ModelError,  # noqa: F401 (the
+                           load_profile, profile_for, profiles)      # model's, as before)
 
-_HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "profiles")
-DEFAULT_PROFILE = "nvidia-h200"
 MAX_RESIDENT_KERNELS = 128  # kernels one GPU runs at once (compute capability 7.0 on)
 WARP = 32  # threads: a grid above one warp may be sized to the data (see _size)
 BYTES_PER_THREAD = 32  # more touched per thread: a fixed grid looping over the data
 
 
 _END, _START = 0, 1  # the kinds of a host thread's break points (ModelGPU.breaks)
-
-
-class ModelError(RuntimeError):
-    """The model cannot answer as asked; the message says what to do."""
-
-
-# --- profiles ------------------------------------------------------------------------
-@dataclass(frozen=True)
-class GpuProfile:
-    """A GPU's figures, measured by ``scripts/measure_profile.py``."""
-
-    key: str
-    name: str
-    measured: str
-    sm_count: int
-    max_threads_per_sm: int
-    max_blocks_per_sm: int
-    async_engine_count: int
-    copies: dict  # "h2d_pinned" ... "d2d" -> {"gbs", "latency_us"}
-    dram_gbs: float
-    thread_gbs: float
-    kernel_floor_us: float
-    spin_extra_us: float
-    host_us: dict  # launch, record, wait, query, sync_event, sync_stream, ...
-    latency: dict  # gpu_us, hostfn_us
-    # what the GPU reports of itself (cuDeviceGetAttribute), by attribute name
-    attributes: dict = field(default_factory=dict)
-
-    @property
-    def short_name(self) -> str:
-        """'NVIDIA H200' from 'NVIDIA H200 NVL' or 'NVIDIA H100 80GB HBM3'."""
-        words = self.name.split()
-        return " ".join(words[:2]) if words and words[0] == "NVIDIA" else self.name
-
-    @property
-    def label(self) -> str:
-        """What a modelled timeline is, in the words every plot of one carries."""
-        return f"model of an {self.short_name}, not a measurement"
-
-
-def profiles() -> list[str]:
-    """The profiles that come with streamlab (e.g. ['nvidia-h100', 'nvidia-h200'])."""
-    if not os.path.isdir(_HERE):
-        return []
-    return sorted(f[:-5] for f in os.listdir(_HERE) if f.endswith(".json"))
-
-
-def load_profile(key: str | None = None) -> GpuProfile:
-    """The profile called ``key`` (default: the H200's, the course's reference GPU)."""
-    key = key or DEFAULT_PROFILE
-    if not isinstance(key, str):
-        raise TypeError(f"a profile is named by a string such as 'nvidia-h200', got {key!r}")
-    path = os.path.join(_HERE, key + ".json")
-    if not os.path.exists(path):
-        raise ModelError(f"no GPU profile called {key!r}; the profiles are: "
-                         f"{', '.join(profiles()) or 'none'}. Measure one on a GPU with "
-                         f"python scripts/measure_profile.py")
-    with open(path) as f:
-        data = json.load(f)
-    fields = GpuProfile.__dataclass_fields__
-    return GpuProfile(key=key, **{k: v for k, v in data.items() if k in fields})
-
-
-def profile_for(device_name: str) -> GpuProfile:
-    """The profile of the GPU called ``device_name``, or the default one."""
-    name = device_name.lower()
-    for key in profiles():
-        if key.replace("nvidia-", "") in name:
-            return load_profile(key)
-    return load_profile()
 
 
 # --- what a kernel costs ---------------------------------------------------------------
@@ -673,7 +602,9 @@ def set_scale(factor: float) -> None:
 def size(*, gpu: int, sim: int) -> int:
     """A problem size: ``gpu`` elements on a real GPU, ``sim`` on the simulator, where
     the model GPU then times every copy and kernel as if its arrays had the GPU's size
-    (``gpu / sim`` times the bytes). One call per notebook, for its main size.
+    (``gpu / sim`` times the bytes). One call per notebook, for its main size; any other
+    value that differs between the two is :func:`streamlab.pick`'s, which tells the model
+    nothing.
 
     >>> import streamlab
     >>> n = streamlab.size(gpu=1 << 20, sim=1 << 10)

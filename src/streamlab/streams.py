@@ -23,6 +23,7 @@ numba stream object (:func:`stream`, and :func:`event` for events that sleep in
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import weakref
@@ -241,14 +242,22 @@ _known: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 def capturing(handle: int) -> bool:
     """Whether the stream ``handle`` is being captured into a graph now, an invalidated
-    capture not yet ended included (GPU)."""
-    from cuda.bindings import driver
-
+    capture not yet ended included (GPU). Every span asks (a span in a capture is
+    refused), so the driver's module is found once, not imported per call."""
+    driver = _driver()
     err, status = driver.cuStreamIsCapturing(driver.CUstream(handle))
     if err != driver.CUresult.CUDA_SUCCESS:
         return False  # the flags query below then reports what is wrong
     # INVALIDATED counts too: the stream is still capturing until the capture is ended
     return status != driver.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE
+
+
+@functools.lru_cache(maxsize=1)
+def _driver():
+    """cuda.bindings' driver module, imported once (GPU only)."""
+    from cuda.bindings import driver
+
+    return driver
 
 
 def _device_of(handle: int) -> int:

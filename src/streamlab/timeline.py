@@ -54,7 +54,7 @@ from ._device import device_name
 from .model import simulator_model, timeline_made
 from .ops import emit, internal, observing
 from . import streams as _streams
-from .streams import canonical_handle, stream_info, stream_key
+from .streams import PER_THREAD_HANDLE, canonical_handle, stream_info, stream_key
 from .trace import HOST_KINDS, KINDS, Row, Span, Trace, check_kind
 
 
@@ -178,9 +178,16 @@ class _SpanBlock:
 
     def __enter__(self):
         tl, name, stream = self.tl, self.name, self.stream
-        self.handle = handle = canonical_handle(stream)
+        known = tl._handles.get(id(stream))
+        if known is not None and known[0] is stream:
+            handle, key = known[1], known[2]
+        else:
+            handle = canonical_handle(stream)
+            key = stream_key(handle)
+            if handle != PER_THREAD_HANDLE and not isinstance(stream, int):
+                tl._handles[id(stream)] = (stream, handle, key)
+        self.handle, self.key = handle, key
         tl._refuse_capture(name, stream, handle)
-        self.key = key = stream_key(handle)
         row = tl._rows.get(key)
         self.row = row.label if row is not None else tl._stream_row(stream)
         if self.start is not None:
@@ -266,6 +273,10 @@ class Timeline:
         self._labels: dict[int, str] = {}
         self._numbered = 0
         self._open: dict = {}  # stream key -> the span block open on it
+        # id(stream) -> (the stream, its handle, its key), worked out at its first span
+        # (not per-thread default streams: one per thread). It holds the stream object,
+        # so that its id cannot be another's while the timeline lives.
+        self._handles: dict = {}
         self._lock = threading.Lock()  # rows may be made from several host threads
         self._model = simulator_model() if self.simulated else None
         self._origin, self.host_origin_s, self.clock_uncertainty_ms = self._calibrate(

@@ -13,7 +13,8 @@ import streamlab
 
 from .. import check
 from ..check import no_races
-from ..memory import SimBuffer, allocations_seen, memory_resource
+from ..memory import allocations_seen, memory_resource
+from ..sim.pool import SimBuffer
 from ..streams import StreamRef
 from ..ops import internal, record_ops
 from ..order import analyze

@@ -10,7 +10,10 @@ from here. It holds:
 * :mod:`streamlab.sim.driver`: host functions, run as a GPU's driver would run them;
 * :mod:`streamlab.sim.core` and :mod:`streamlab.sim.graph`: the stand-ins for the parts
   of cuda.core the course uses, and :mod:`streamlab.sim.capture`, the graph stand-in;
-* :mod:`streamlab.sim.bindings`: cuda.bindings' ``cuLaunchHostFunc`` and priority range.
-
-(The simulator's memory pool still lives in :mod:`streamlab.memory`, beside the GPU's.)
+* :mod:`streamlab.sim.bindings`: cuda.bindings' ``cuLaunchHostFunc`` and priority range;
+* :mod:`streamlab.sim.stream` and :mod:`streamlab.sim.made`: the simulator's streams and
+  events, and the table of the streams it made (their flags and priorities);
+* :mod:`streamlab.sim.device`: the simulated device's attributes, the model GPU's;
+* :mod:`streamlab.sim.pool`: the stream-ordered memory pool (cuda.core's
+  ``DeviceMemoryResource`` and ``Buffer``).
 """

@@ -199,7 +199,7 @@ class Device:
     @property
     def memory_resource(self):
         """The device's stream-ordered memory pool (see :mod:`streamlab.memory`)."""
-        from ..memory import SimMemoryResource
+        from .pool import SimMemoryResource
 
         return SimMemoryResource()
 

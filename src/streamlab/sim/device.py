@@ -17,7 +17,8 @@ def report_attributes() -> None:
     naming those it has."""
     from numba.cuda.simulator.cudadrv import devices
 
-    from ..model import load_profile, simulator_model
+    from ..gpu_profiles import load_profile
+    from ..model import simulator_model
 
     def attribute(self, name):
         if name.startswith("_") or not name.isupper():
