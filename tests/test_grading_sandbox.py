@@ -357,10 +357,11 @@ def test_a_setting_replaced_by_one_that_only_compares_equal_is_tampering(tmp_pat
         assert got.passed, got
 
 
-#: a learner's cell above the lab's setup that patches the lab's module before the lab
-#: imports it: lab 02's Run made to mark every host wait as the check's own
+#: a learner's cell above the lab's setup that patches a module of the checks before the
+#: lab imports it: the check runner's Run (which lab 02's checks make) made to mark every
+#: host wait as the check's own
 _ABOVE_THE_SETUP = '''
-import dataclasses, streamlab.labs.lab02 as L
+import dataclasses, streamlab.runner as L
 from streamlab.ops import OpLog
 _Run = L.Run
 def Run(ops, *a, **k):
@@ -373,7 +374,8 @@ L.Run = Run
 def test_a_lab_module_patched_above_the_setup_is_tampering(tmp_path):
     """The guard's first look at the lab's modules is taken before the learner's first
     cell, wherever that cell sits (a cell above the setup once patched lab 02's Run into
-    the guard's baseline and passed a host wait: found by an attack)."""
+    the guard's baseline and passed a host wait: found by an attack; lab 02's checks now
+    make theirs in streamlab.runner)."""
     from labtools import cells_of
     nb = submission(LAB, {**cells_of(LAB, "solution"), "produce_then_consume": '''
 def produce_then_consume(src, data, out, producer_stream, consumer_stream):
@@ -384,7 +386,7 @@ def produce_then_consume(src, data, out, producer_stream, consumer_stream):
     nb.cells.insert(0, {"cell_type": "code", "source": _ABOVE_THE_SETUP, "metadata": {},
                         "outputs": [], "execution_count": None})
     got = run_part(plan(nb), "check_part1", cwd=str(tmp_path), timeout=120, sandbox="off")
-    assert not got.passed and got.kind == "Tampered" and "lab02.Run" in got.message, got
+    assert not got.passed and got.kind == "Tampered" and "runner.Run" in got.message, got
 
 
 @pytest.mark.parametrize("lab", ["lab01__eight_streams", "lab02__events"])

@@ -134,13 +134,14 @@ class Run:
         value = self.values[name]
         return value.type_name if isinstance(value, Foreign) else type(value).__name__
 
-    def equal(self, name: str, expected, label: str) -> None:
-        """Output ``name`` equals ``expected`` (exactly, when it came as a digest)."""
+    def equal(self, name: str, expected, label: str, **tolerance) -> None:
+        """Output ``name`` equals ``expected`` (exactly, when it came as a digest; else
+        as :func:`streamlab.check.equal` with ``rtol`` and ``atol``, if given)."""
         from . import check
 
         got = self.outputs[name]
         if not isinstance(got, Digest):
-            check.equal(got, expected, label)
+            check.equal(got, expected, label, **tolerance)
             return
         want = np.asarray(expected)
         if tuple(want.shape) != got.shape:

@@ -15,9 +15,9 @@ from numba import cuda
 import streamlab
 
 from .. import check
-from ..ops import internal, record_ops
-from ..order import analyze
-from . import no_races, none_ordered, part
+from ..check import none_ordered
+from ..ops import internal
+from ..runner import Check, Inputs, run
 
 __all__ = ["warm_up", "N", "REPS", "work", "dummy_kernel", "reference", "fresh_inputs",
            "check_part1", "check_part2", "check_part3"]
@@ -64,12 +64,6 @@ def fresh_inputs(count, seed=None):
     return inputs, [reference(h) for h in host]
 
 
-def _results(outputs, expected):
-    cuda.synchronize()
-    for i, (out, exp) in enumerate(zip(outputs, expected)):
-        check.equal(out.copy_to_host(), exp, f"output {i}", rtol=1e-4, atol=1e-5)
-
-
 def warm_up() -> None:
     """Compile this lab's kernels once (before any timing), on zeros (uninitialised
     memory would make the simulator warn of overflows), and quiet numba's warning about
@@ -86,95 +80,119 @@ def warm_up() -> None:
     cuda.synchronize()
 
 
-def _checked_run(fn, name, streams, *, seed, what, with_dummy=False):
-    """One run of the learner's ``fn`` over fresh inputs on ``streams`` (fresh ones for
-    each run), all it did checked (no host sync, one worker launch per stream, none
-    ordered, no race, the results; with ``with_dummy``, one dummy launch per worker);
-    returns the run's timeline. ``name`` and ``what`` name the function and its kernels
-    in the messages."""
-    count = len(streams)
-    inputs, expected = fresh_inputs(count, seed)
-    outputs = [cuda.device_array(N, np.float32) for _ in range(count)]
-    args = (inputs, outputs, streams)
-    if with_dummy:
-        args += (cuda.device_array(1, np.float32),)
-    with check.time_per_stream(streams) as timing, record_ops() as ops:
-        fn(*args)
-    check.no_host_sync(ops, name)
-    check.one_launch_per_stream(ops, "work", streams)
-    dummies = ops.launches("dummy_kernel")
-    if with_dummy and len(dummies) != count:
-        check.fail(f"{len(dummies)} dummy_kernel launches for {count} worker launches: "
-                   f"launch one dummy after each worker")
-    order = analyze(ops)
-    none_ordered(order, ops.launches("work"), what)
-    no_races(ops, order)
-    _results(outputs, expected)
-    return timing[0]
+def _workers(name, what, with_dummy):
+    """The inputs and rules of parts 1 and 2: fresh inputs on fresh streams, the learner's
+    function given them; no host sync, one worker launch per stream, none ordered (with
+    ``with_dummy``, one dummy launch per worker). ``name`` and ``what`` name the function
+    and its kernels in the messages."""
+
+    def arrange(*, count, seed, nonblocking=False):
+        streams = [streamlab.stream(nonblocking=True) if nonblocking else cuda.stream()
+                   for _ in range(count)]
+        inputs, expected = fresh_inputs(count, seed)
+        outputs = [cuda.device_array(N, np.float32) for _ in range(count)]
+        args = (inputs, outputs, streams)
+        if with_dummy:
+            args += (cuda.device_array(1, np.float32),)
+        return Inputs(lambda fn: fn(*args),
+                      {f"stream {i}": s for i, s in enumerate(streams)},
+                      {f"output {i}": out for i, out in enumerate(outputs)},
+                      expected={f"output {i}": (exp, f"output {i}")
+                                for i, exp in enumerate(expected)},
+                      timed=tuple(streams))
+
+    def rules(run, order, *, count, seed, nonblocking=False):
+        ops = run.ops
+        streams = [run.stream(f"stream {i}") for i in range(count)]
+        check.no_host_sync(ops, name)
+        check.one_launch_per_stream(ops, "work", streams)
+        dummies = ops.launches("dummy_kernel")
+        if with_dummy and len(dummies) != count:
+            check.fail(f"{len(dummies)} dummy_kernel launches for {count} worker launches: "
+                       f"launch one dummy after each worker")
+        none_ordered(order, ops.launches("work"), what)
+
+    return arrange, rules
+
+
+PART1 = Check(1, None, *_workers("launch_on_streams", "kernel", False),
+              overlap=lambda *, count, **_: (0.65 * count,
+                                             f"{count} kernels on {count} streams"),
+              tolerance={"rtol": 1e-4, "atol": 1e-5})
 
 
 def check_part1(launch_on_streams, *, count=8, nonblocking=False, seed=None):
     """One ``work`` launch per stream, none waiting for another, the host not waiting."""
-    with part(1, launch_on_streams):
-        def streams():
-            return [streamlab.stream(nonblocking=True) if nonblocking else cuda.stream()
-                    for _ in range(count)]
+    run(PART1, launch_on_streams, count=count, nonblocking=nonblocking, seed=seed)
 
-        check.best_concurrency_at_least(
-            lambda: _checked_run(launch_on_streams, "launch_on_streams", streams(),
-                                 seed=seed, what="kernel"),
-            0.65 * count, f"{count} kernels on {count} streams")
+
+PART2 = Check(2, None, *_workers("launch_with_dummies", "worker kernel", True),
+              overlap=lambda *, count, **_: (0.65 * count,
+                                             f"{count} kernels with dummies between them"),
+              tolerance={"rtol": 1e-4, "atol": 1e-5})
 
 
 def check_part2(launch_with_dummies, *, count=8, seed=None):
     """As part 1, with a dummy kernel after each worker, and the workers still free to
     run at once."""
-    with part(2, launch_with_dummies):
-        check.best_concurrency_at_least(
-            lambda: _checked_run(launch_with_dummies, "launch_with_dummies",
-                                 [cuda.stream() for _ in range(count)],
-                                 seed=seed, what="worker kernel", with_dummy=True),
-            0.65 * count, f"{count} kernels with dummies between them")
+    run(PART2, launch_with_dummies, count=count, seed=seed)
+
+
+def _part3_inputs(*, short_ms, long_ms):
+    mine, other = cuda.stream(), cuda.stream()
+
+    def call(wait_for):
+        with internal():
+            streamlab.spin[1, 1, other](streamlab.ms_to_ns(long_ms))
+            other_done = cuda.event()
+            other_done.record(other)
+            streamlab.spin[1, 1, mine](streamlab.ms_to_ns(short_ms))
+        t0 = time.perf_counter()
+        wait_for(mine)
+        waited_ms = (time.perf_counter() - t0) * 1000
+        with internal():  # the other stream's work still running: not waited for
+            other_running = not other_done.query()
+        return waited_ms, other_running
+
+    return Inputs(call, {"mine": mine, "other": other},
+                  returned=lambda got: ({"waited_ms": got[0], "other_running": got[1]}, {}))
+
+
+def _part3_rules(run, order, *, short_ms, long_ms):
+    ops = run.ops
+    spin_other, spin_mine = [op for op in ops if op.kind == "launch"][:2]
+    if not order.host_after(spin_mine):
+        check.fail("wait_for returned without waiting for the stream's work: "
+                   "stream.synchronize() waits for it (so does an event recorded in the "
+                   "stream, then event.synchronize())")
+    if order.host_after(spin_other):
+        check.fail("wait_for also waited for another stream's work: wait for the "
+                   "stream you are given alone (stream.synchronize(), not "
+                   "cuda.synchronize())")
+
+
+def _part3_times(run, order, *, short_ms, long_ms):
+    # (host time alone can mislead: a GPU shared with another process's work runs both
+    # streams late, and a right answer once waited 145 ms on an H100; while the other
+    # stream's work is still running, it was not waited for)
+    waited_ms, other_running = run.values["waited_ms"], run.values["other_running"]
+    if not streamlab.on_simulator() and not other_running and \
+            waited_ms > (short_ms + long_ms) / 2:
+        check.fail(f"wait_for waited {waited_ms:.0f} ms: as long as the other stream's "
+                   f"{long_ms} ms of work, not just this stream's {short_ms} ms")
+    if streamlab.on_simulator():
+        print("timing not checked on the simulator (it runs everything in order)")
+    else:
+        print(f"wait_for waited {waited_ms:.1f} ms for its stream's {short_ms} ms of "
+              f"work (the other stream had {long_ms} ms"
+              + (", still running when it returned)" if other_running else
+                 f"; the check allows {(short_ms + long_ms) / 2:.1f} ms)"))
+
+
+PART3 = Check(3, None, _part3_inputs, _part3_rules, values=_part3_times)
 
 
 def check_part3(wait_for, *, short_ms=5, long_ms=60):
     """``wait_for(stream)`` returns once that stream's work is done, and does not wait
     for another stream's."""
-    with part(3, wait_for):
-        mine, other = cuda.stream(), cuda.stream()
-        with record_ops() as ops:
-            with internal():
-                streamlab.spin[1, 1, other](streamlab.ms_to_ns(long_ms))
-                other_done = cuda.event()
-                other_done.record(other)
-                streamlab.spin[1, 1, mine](streamlab.ms_to_ns(short_ms))
-            t0 = time.perf_counter()
-            wait_for(mine)
-            waited_ms = (time.perf_counter() - t0) * 1000
-            with internal():  # the other stream's work still running: not waited for
-                other_running = not other_done.query()
-        order = analyze(ops)
-        spin_other, spin_mine = [op for op in ops if op.kind == "launch"][:2]
-        if not order.host_after(spin_mine):
-            check.fail("wait_for returned without waiting for the stream's work: "
-                       "stream.synchronize() waits for it (so does an event recorded in the "
-                       "stream, then event.synchronize())")
-        if order.host_after(spin_other):
-            check.fail("wait_for also waited for another stream's work: wait for the "
-                       "stream you are given alone (stream.synchronize(), not "
-                       "cuda.synchronize())")
-        # (host time alone can mislead: a GPU shared with another process's work runs
-        # both streams late, and a right answer once waited 145 ms on an H100; while the
-        # other stream's work is still running, it was not waited for)
-        if not streamlab.on_simulator() and not other_running and \
-                waited_ms > (short_ms + long_ms) / 2:
-            check.fail(f"wait_for waited {waited_ms:.0f} ms: as long as the other stream's "
-                       f"{long_ms} ms of work, not just this stream's {short_ms} ms")
-        cuda.synchronize()
-        if streamlab.on_simulator():
-            print("timing not checked on the simulator (it runs everything in order)")
-        else:
-            print(f"wait_for waited {waited_ms:.1f} ms for its stream's {short_ms} ms of "
-                  f"work (the other stream had {long_ms} ms"
-                  + (", still running when it returned)" if other_running else
-                     f"; the check allows {(short_ms + long_ms) / 2:.1f} ms)"))
+    run(PART3, wait_for, short_ms=short_ms, long_ms=long_ms)

@@ -12,10 +12,8 @@ from numba import cuda
 import streamlab
 
 from .. import check
-from ..transcript import Run, copied, pick_seed, plain_int, send
-from ..ops import internal, record_ops
-from ..order import analyze
-from . import no_races, part
+from ..runner import Check, Inputs, run
+from ..transcript import plain_int
 
 __all__ = ["warm_up", "N", "THREADS", "BLOCKS", "BUSY_NS", "producer", "consumer", "update_counter",
            "fresh_data", "check_part1", "check_part2", "check_part3"]
@@ -97,101 +95,90 @@ def warm_up() -> None:
     cuda.synchronize()
 
 
-# Each check is a run (in the learner's process: inputs made, the learner's function
-# called under record_ops, the outputs copied back) and a judge (the rules and the
-# expected values, from the Run and the check's arguments alone). Under the grader the
-# run sends its Run to the grader, which judges it again in its own process: see
-# streamlab.transcript.
+# Each check is its data and its own rules, run by streamlab.runner: the run (in the
+# learner's process: inputs made, the learner's function called under record_ops, the
+# outputs copied back) and the judge (the rules and the expected values, from the Run and
+# the check's arguments alone). Under the grader the run sends its Run to the grader,
+# which judges it again in its own process: see streamlab.transcript.
 
-def check_part1(produce_then_consume, *, nonblocking=False, seed=None):
-    """The consumer's stream waits for the producer with an event; the host does not."""
-    with part(1, produce_then_consume):
-        seed = pick_seed(seed)
-        p_stream, c_stream = _streams(nonblocking, 2)
-        src, data, _ = fresh_data(seed)
-        out = cuda.device_array(N, np.float32)
-        with record_ops() as ops:
-            with internal():
-                streamlab.spin[1, 1, p_stream](BUSY_NS)  # the producer's stream is busy
-            produce_then_consume(src, data, out, p_stream, c_stream)
-        cuda.synchronize()
-        run = Run(ops, {"producer": p_stream, "consumer": c_stream},
-                  {"out": copied(out)})
-        judge_part1(send(f"{__name__}.check_part1", {"nonblocking": nonblocking, "seed": seed},
-                         run), nonblocking=nonblocking, seed=seed)
+def _part1_inputs(*, nonblocking, seed):
+    p_stream, c_stream = _streams(nonblocking, 2)
+    src, data, _ = fresh_data(seed)
+    out = cuda.device_array(N, np.float32)
+    return Inputs(lambda fn: fn(src, data, out, p_stream, c_stream),
+                  {"producer": p_stream, "consumer": c_stream}, {"out": out},
+                  busy=((p_stream, BUSY_NS),))  # the producer's stream is busy
 
 
-def judge_part1(run, *, nonblocking=False, seed):
-    """Part 1's rules and expected output, from what the run collected."""
+def _part1_rules(run, order, *, nonblocking, seed):
     ops = run.ops
     check.no_host_sync(ops, "produce_then_consume")
     _no_wait_on_a_host_function(ops, "produce_then_consume")
     check.one_launch_per_stream(ops, "producer", [run.stream("producer")])
     check.one_launch_per_stream(ops, "consumer", [run.stream("consumer")])
-    order = analyze(ops)
     _ordered_after(order, ops, ops.launches("producer")[0], ops.launches("consumer")[0],
                    "the consumer")
-    no_races(ops, order)
-    run.equal("out", 3 * _source(seed) + 1, "the consumer's output")
 
 
-def check_part2(fan_out, *, count=3, seed=None):
-    """One producer, ``count`` consumers in their own streams, released by one event."""
-    with part(2, fan_out):
-        seed = pick_seed(seed)
-        p_stream, *c_streams = _streams(False, count + 1)
-        src, data, _ = fresh_data(seed)
-        outs = [cuda.device_array(N, np.float32) for _ in range(count)]
-        with record_ops() as ops:
-            with internal():
-                streamlab.spin[1, 1, p_stream](BUSY_NS)
-            fan_out(src, data, outs, p_stream, c_streams)
-        cuda.synchronize()
-        given = {"producer": p_stream, **{f"consumer {i}": s for i, s in enumerate(c_streams)}}
-        run = Run(ops, given, {f"out {i}": copied(out) for i, out in enumerate(outs)})
-        judge_part2(send(f"{__name__}.check_part2", {"count": count, "seed": seed}, run),
-                    count=count, seed=seed)
+PART1 = Check(1, f"{__name__}.check_part1", _part1_inputs,
+              _part1_rules, lambda *, nonblocking, seed: {
+                  "out": (3 * _source(seed) + 1, "the consumer's output")}, seeded=True)
 
 
-def judge_part2(run, *, count=3, seed):
-    """Part 2's rules and expected outputs, from what the run collected."""
+def check_part1(produce_then_consume, *, nonblocking=False, seed=None):
+    """The consumer's stream waits for the producer with an event; the host does not."""
+    run(PART1, produce_then_consume, nonblocking=nonblocking, seed=seed)
+
+
+def _part2_inputs(*, count, seed):
+    p_stream, *c_streams = _streams(False, count + 1)
+    src, data, _ = fresh_data(seed)
+    outs = [cuda.device_array(N, np.float32) for _ in range(count)]
+    given = {"producer": p_stream, **{f"consumer {i}": s for i, s in enumerate(c_streams)}}
+    return Inputs(lambda fn: fn(src, data, outs, p_stream, c_streams), given,
+                  {f"out {i}": out for i, out in enumerate(outs)},
+                  busy=((p_stream, BUSY_NS),))
+
+
+def _part2_rules(run, order, *, count, seed):
     ops = run.ops
     check.no_host_sync(ops, "fan_out")
     _no_wait_on_a_host_function(ops, "fan_out")
     check.one_launch_per_stream(ops, "producer", [run.stream("producer")])
     check.one_launch_per_stream(ops, "consumer",
                                 [run.stream(f"consumer {i}") for i in range(count)])
-    order = analyze(ops)
     prod = ops.launches("producer")[0]
     for i, cons in enumerate(ops.launches("consumer")):
         _ordered_after(order, ops, prod, cons, f"consumer {i}")
     if len(ops.records()) != 1:
         check.fail(f"you recorded {len(ops.records())} events: one event, recorded once "
                    f"after the producer and waited on by every consumer stream, is enough")
-    no_races(ops, order)
+
+
+def _part2_expected(*, count, seed):
     expected = 3 * _source(seed) + 1
-    for i in range(count):
-        run.equal(f"out {i}", expected, f"consumer {i}'s output")
+    return {f"out {i}": (expected, f"consumer {i}'s output") for i in range(count)}
 
 
-def check_part3(add_in_two_streams, *, start=0):
-    """Atomic additions in two streams; the value is read once both are done."""
-    with part(3, add_in_two_streams):
-        s0, s1 = _streams(True, 2)
-        counter = cuda.to_device(np.array([start], np.int32), stream=s0)
-        s0.synchronize()
-        with record_ops() as ops:
-            with internal():
-                for s in (s0, s1):
-                    streamlab.spin[1, 1, s](BUSY_NS)  # both streams are busy
-            value = add_in_two_streams(counter, s0, s1)
-        cuda.synchronize()
-        run = Run(ops, {"s0": s0, "s1": s1}, {}, {"value": value})
-        judge_part3(send(f"{__name__}.check_part3", {"start": start}, run), start=start)
+PART2 = Check(2, f"{__name__}.check_part2", _part2_inputs, _part2_rules,
+              _part2_expected, seeded=True)
 
 
-def judge_part3(run, *, start=0):
-    """Part 3's rules and expected value, from what the run collected."""
+def check_part2(fan_out, *, count=3, seed=None):
+    """One producer, ``count`` consumers in their own streams, released by one event."""
+    run(PART2, fan_out, count=count, seed=seed)
+
+
+def _part3_inputs(*, start):
+    s0, s1 = _streams(True, 2)
+    counter = cuda.to_device(np.array([start], np.int32), stream=s0)
+    s0.synchronize()
+    return Inputs(lambda fn: fn(counter, s0, s1), {"s0": s0, "s1": s1},
+                  busy=((s0, BUSY_NS), (s1, BUSY_NS)),  # both streams are busy
+                  returned=lambda value: ({"value": value}, {}))
+
+
+def _part3_rules(run, order, *, start):
     ops = run.ops
     _no_wait_on_a_host_function(ops, "add_in_two_streams")
     check.one_launch_per_stream(ops, "update_counter", [run.stream("s0"), run.stream("s1")])
@@ -201,7 +188,6 @@ def judge_part3(run, *, start=0):
     if not reads:
         check.fail("the counter was never copied back to the host: "
                    "counter.copy_to_host() after both additions are done")
-    order = analyze(ops)
     for name, launch in zip(("s0", "s1"), ops.launches("update_counter")):
         if not order.ordered(launch, reads[-1]):
             check.fail(f"the counter was read before the addition in {name} had to be "
@@ -211,7 +197,10 @@ def judge_part3(run, *, start=0):
         check.fail("the counter's copy to the host was never waited for before its value "
                    "was used: wait for the copy's stream (stream.synchronize(), or an "
                    "event recorded after the copy, then event.synchronize())")
-    no_races(ops, order)
+
+
+def _part3_value(run, order, *, start):
+    """Part 3's returned value: a plain int, equal to the counter's (after the races)."""
     value = run.values["value"]
     if not plain_int(value):
         kind = run.type_name("value")
@@ -222,6 +211,15 @@ def judge_part3(run, *, start=0):
         check.fail(f"add_in_two_streams returned {kind} {value!r}: return the counter's "
                    f"value as a Python int{hint}")
     check.equal(value, start + 30, "the value returned")
+
+
+PART3 = Check(3, f"{__name__}.check_part3", _part3_inputs,
+              _part3_rules, values=_part3_value)
+
+
+def check_part3(add_in_two_streams, *, start=0):
+    """Atomic additions in two streams; the value is read once both are done."""
+    run(PART3, add_in_two_streams, start=start)
 
 
 def _no_wait_on_a_host_function(ops, label):
@@ -235,5 +233,5 @@ def _no_wait_on_a_host_function(ops, label):
 
 
 #: the checks the grader judges again in its own process: check name -> (judge, part)
-JUDGES = {"check_part1": (judge_part1, 1), "check_part2": (judge_part2, 2),
-          "check_part3": (judge_part3, 3)}
+JUDGES = {"check_part1": (PART1.judge, 1), "check_part2": (PART2.judge, 2),
+          "check_part3": (PART3.judge, 3)}

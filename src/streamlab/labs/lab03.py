@@ -14,10 +14,8 @@ from numba import cuda
 import streamlab
 
 from .. import check
-from ..transcript import Run, copied, send
-from ..ops import internal, record_ops
-from ..order import analyze
-from . import no_races, part
+from ..ops import internal
+from ..runner import Check, Inputs, run
 
 __all__ = ["warm_up", "BUFFER", "THREADS", "BUSY_NS", "producer_kernel", "consumer_kernel", "blocks",
            "check_part1", "check_part2"]
@@ -65,10 +63,11 @@ def _checkers_consumer(stream, barrier, buffer, start, size):
     consumer_kernel[blocks(size), THREADS, stream](buffer, start, size)
 
 
-def _run_program(m, n, make_barrier, launch_consumer, learner):
+def _program(m, n, learner) -> Inputs:
     """The post's program: m producers (busy first), a barrier, n consumers, in
     non-blocking streams (so that nothing but the events orders them). ``learner`` names
-    the function under test; the rest is the check's own (recorded as internal)."""
+    the function under test (the other is the check's own); the rest is the check's own
+    too (recorded as internal)."""
     if BUFFER % m or BUFFER % n:
         raise ValueError(f"BUFFER = {BUFFER} does not split into {m} and {n} equal parts")
     producers = [streamlab.stream(nonblocking=True) for _ in range(m)]
@@ -77,8 +76,10 @@ def _run_program(m, n, make_barrier, launch_consumer, learner):
     s = cuda.stream()
     buffer = cuda.to_device(np.zeros(BUFFER, np.int32), stream=s)
     s.synchronize()
-    mine = contextlib.nullcontext if learner == "make_barrier" else internal
-    with record_ops() as ops:
+
+    def call(fn):
+        make, launch = (fn, _checkers_consumer) if learner == "make_barrier" \
+            else (_checkers_barrier, fn)
         events = []
         with internal():
             part = BUFFER // m
@@ -88,26 +89,30 @@ def _run_program(m, n, make_barrier, launch_consumer, learner):
                 ev = cuda.event()
                 ev.record(st)
                 events.append(ev)
+        mine = contextlib.nullcontext if learner == "make_barrier" else internal
         with mine():
-            barrier = make_barrier(events, rendezvous)
+            barrier = make(events, rendezvous)
         theirs = contextlib.nullcontext if learner == "launch_consumer" else internal
         part = BUFFER // n
         for i, st in enumerate(consumers):
             with theirs():
-                launch_consumer(st, barrier, buffer, i * part, part)
-    return ops, producers, consumers, rendezvous, barrier, buffer
+                launch(st, barrier, buffer, i * part, part)
+        return barrier
+
+    streams = {**{f"producer {i}": s for i, s in enumerate(producers)},
+               **{f"consumer {i}": s for i, s in enumerate(consumers)},
+               "rendezvous": rendezvous}
+    return Inputs(call, streams, {"buffer": buffer})
 
 
-def _consumers_after_producers(ops, what):
+def _consumers_after_producers(order, ops, what):
     """Fail unless every consumer launch is ordered after every producer launch."""
-    order = analyze(ops)
     prods = [op for op in ops if op.kind == "launch" and op.name == "producer_kernel"]
     cons = [op for op in ops if op.kind == "launch" and op.name == "consumer_kernel"]
     for i, c in enumerate(cons):
         for j, p in enumerate(prods):
             if not order.ordered(p, c):
                 check.fail(what(i, j))
-    return order
 
 
 def warm_up() -> None:
@@ -126,33 +131,23 @@ def warm_up() -> None:
     cuda.synchronize()
 
 
-# Each check is a run (in the learner's process) and a judge (from the Run and the check's
-# arguments alone), as lab 02's: under the grader the run sends its Run to the grader,
-# which judges it again in its own process (streamlab.transcript).
+# Each check is its data and its own rules, run by streamlab.runner (as lab 02's): under
+# the grader the run sends its Run to the grader, which judges it again in its own process
+# (streamlab.transcript).
 
-def _collected(ops, producers, consumers, rendezvous, buffer, **returned) -> Run:
-    """The Run of the post's program: its streams by name, the buffer's final values."""
-    cuda.synchronize()
-    streams = {**{f"producer {i}": s for i, s in enumerate(producers)},
-               **{f"consumer {i}": s for i, s in enumerate(consumers)},
-               "rendezvous": rendezvous}
-    return Run(ops, streams, {"buffer": copied(buffer)}, **returned)
+def _the_barrier(value):
+    """make_barrier's returned value, as the Run carries it: an event, or what it was."""
+    is_event = isinstance(value, type(cuda.event()))
+    return ({} if is_event else {"barrier": value}), {"barrier": value if is_event else None}
 
 
-def check_part1(make_barrier, *, m=4, n=2):
-    """make_barrier returns one event that happens once every producer event has."""
-    with part(1, make_barrier):
-        ops, producers, consumers, rendezvous, barrier, buffer = _run_program(
-            m, n, make_barrier, _checkers_consumer, "make_barrier")
-        is_event = isinstance(barrier, type(cuda.event()))
-        run = _collected(ops, producers, consumers, rendezvous, buffer,
-                         values={} if is_event else {"barrier": barrier},
-                         events={"barrier": barrier if is_event else None})
-        judge_part1(send(f"{__name__}.check_part1", {"m": m, "n": n}, run), m=m, n=n)
+def _part1_inputs(*, m, n):
+    inputs = _program(m, n, "make_barrier")
+    inputs.returned = _the_barrier
+    return inputs
 
 
-def judge_part1(run, *, m=4, n=2):
-    """Part 1's rules and expected buffer, from what the run collected."""
+def _part1_rules(run, order, *, m, n):
     ops = run.ops
     check.no_host_sync(ops, "make_barrier")
     barrier = run.events.get("barrier")
@@ -174,37 +169,46 @@ def judge_part1(run, *, m=4, n=2):
                 f"never waits for producer {j}'s event before the barrier is recorded."
                 f"{hint}")
 
-    order = _consumers_after_producers(ops, message)
+    _consumers_after_producers(order, ops, message)
     if len(waits) != m:
         check.fail(f"{len(waits)} waits in make_barrier for m = {m} producers: wait once "
                    f"for each producer event")
-    no_races(ops, order, parts_of_one_array=True)
-    run.equal("buffer", np.full(BUFFER, 10), "the buffer (every element (0 + 1) x 10)")
 
 
-def check_part2(launch_consumer, *, m=4, n=2):
-    """launch_consumer runs the consumer in its stream once the barrier has happened."""
-    with part(2, launch_consumer):
-        ops, producers, consumers, rendezvous, barrier, buffer = _run_program(
-            m, n, _checkers_barrier, launch_consumer, "launch_consumer")
-        run = _collected(ops, producers, consumers, rendezvous, buffer)
-        judge_part2(send(f"{__name__}.check_part2", {"m": m, "n": n}, run), m=m, n=n)
+def _every_element_ten(**_):
+    return {"buffer": (np.full(BUFFER, 10), "the buffer (every element (0 + 1) x 10)")}
 
 
-def judge_part2(run, *, m=4, n=2):
-    """Part 2's rules and expected buffer, from what the run collected."""
+PART1 = Check(1, f"{__name__}.check_part1", _part1_inputs, _part1_rules,
+              _every_element_ten, races={"parts_of_one_array": True})
+
+
+def check_part1(make_barrier, *, m=4, n=2):
+    """make_barrier returns one event that happens once every producer event has."""
+    run(PART1, make_barrier, m=m, n=n)
+
+
+def _part2_rules(run, order, *, m, n):
     ops = run.ops
     check.no_host_sync(ops, "launch_consumer")
     check.one_launch_per_stream(ops, "consumer_kernel",
                                 [run.stream(f"consumer {i}") for i in range(n)])
-    order = _consumers_after_producers(
-        ops,
+    _consumers_after_producers(
+        order, ops,
         lambda i, j: (f"consumer {i} may start before producer {j} ends: its stream never "
                       f"waits on the barrier before the kernel. barrier.wait(stream), "
                       f"then launch"))
-    no_races(ops, order, parts_of_one_array=True)
-    run.equal("buffer", np.full(BUFFER, 10), "the buffer (every element (0 + 1) x 10)")
+
+
+PART2 = Check(2, f"{__name__}.check_part2",
+              lambda *, m, n: _program(m, n, "launch_consumer"), _part2_rules,
+              _every_element_ten, races={"parts_of_one_array": True})
+
+
+def check_part2(launch_consumer, *, m=4, n=2):
+    """launch_consumer runs the consumer in its stream once the barrier has happened."""
+    run(PART2, launch_consumer, m=m, n=n)
 
 
 #: the checks the grader judges again in its own process: check name -> (judge, part)
-JUDGES = {"check_part1": (judge_part1, 1), "check_part2": (judge_part2, 2)}
+JUDGES = {"check_part1": (PART1.judge, 1), "check_part2": (PART2.judge, 2)}

@@ -14,10 +14,9 @@ from numba import cuda
 import streamlab
 
 from .. import check
-from ..ops import record_ops
+from ..runner import Check, Inputs, run
 from ..spin import globaltimer
 from ..watched import watch
-from . import no_races, part
 
 __all__ = ["warm_up", "CHUNK", "THREADS", "BLOCKS", "transform", "Slot", "make_slots", "fresh_chunks",
            "check_part1", "check_part2"]
@@ -83,28 +82,35 @@ def warm_up() -> None:
     cuda.synchronize()
 
 
+def _part1_inputs(*, seed):
+    (chunk,), (expected,) = fresh_chunks(1, seed)
+    h_in = watch(cuda.pinned_array(CHUNK, np.float32), "h_in")
+    h_out = watch(cuda.pinned_array(CHUNK, np.float32), "h_out")
+    np.copyto(h_in, chunk)
+    d_in, d_out = cuda.device_array(CHUNK, np.float32), cuda.device_array(CHUNK, np.float32)
+    s = streamlab.stream(nonblocking=True)
+    return Inputs(lambda fn: fn(h_in, h_out, d_in, d_out, s), {"s": s}, {"h_out": h_out},
+                  expected={"h_out": (expected, "h_out")})
+
+
+def _part1_rules(run, order, *, seed):
+    ops = run.ops
+    check.no_host_sync(ops, "copy_compute_copy")
+    mine = ops.on_stream(run.stream("s"))
+    steps = [(op.kind, op.name) for op in mine]
+    if steps != [("copy", "h2d"), ("launch", "transform"), ("copy", "d2h")]:
+        others = [op.describe() for op in ops.user() if op not in mine and op.kind != "host"]
+        check.fail(f"in the stream you were given: {steps}; expected copy in, transform, "
+                   f"copy out, in that order" +
+                   (f". Issued elsewhere: {others}" if others else ""))
+
+
+PART1 = Check(1, None, _part1_inputs, _part1_rules)
+
+
 def check_part1(copy_compute_copy, *, seed=None):
     """Copy in, transform, copy out: three operations in the given stream, not waited for."""
-    with part(1, copy_compute_copy):
-        (chunk,), (expected,) = fresh_chunks(1, seed)
-        h_in = watch(cuda.pinned_array(CHUNK, np.float32), "h_in")
-        h_out = watch(cuda.pinned_array(CHUNK, np.float32), "h_out")
-        np.copyto(h_in, chunk)
-        d_in, d_out = cuda.device_array(CHUNK, np.float32), cuda.device_array(CHUNK, np.float32)
-        s = streamlab.stream(nonblocking=True)
-        with record_ops() as ops:
-            copy_compute_copy(h_in, h_out, d_in, d_out, s)
-        check.no_host_sync(ops, "copy_compute_copy")
-        steps = [(op.kind, op.name) for op in ops.on_stream(s)]
-        if steps != [("copy", "h2d"), ("launch", "transform"), ("copy", "d2h")]:
-            others = [op.describe() for op in ops.user()
-                      if op not in ops.on_stream(s) and op.kind != "host"]
-            check.fail(f"in the stream you were given: {steps}; expected copy in, transform, "
-                       f"copy out, in that order" +
-                       (f". Issued elsewhere: {others}" if others else ""))
-        no_races(ops)
-        s.synchronize()
-        check.equal(h_out, expected, "h_out")
+    run(PART1, copy_compute_copy, seed=seed)
 
 
 def serial(chunks, slot, copy_compute_copy):
@@ -126,53 +132,31 @@ def _waited_for(ops, sync):
     return record.stream.key() if record is not None else None
 
 
-def check_part2(pipeline, copy_compute_copy, *, count=8, k=3, seed=None):
-    """Every chunk through the slots in rotation, each slot waited for only when reused."""
-    with part(2, pipeline, copy_compute_copy):
-        chunks, expected = fresh_chunks(count, seed)
-        slots = make_slots(k)
-        with record_ops() as ops:
-            results = pipeline(chunks, slots)
-        if not isinstance(results, list) or len(results) != count:
-            check.fail(f"pipeline returned {type(results).__name__} of length "
-                       f"{len(results) if hasattr(results, '__len__') else '?'}; expected a "
-                       f"list of {count} arrays, in chunk order")
-        pageable = [op for op in ops.copies() if op.name in ("h2d", "d2h") and not op.pinned]
-        if pageable:
-            check.fail(f"{len(pageable)} of {len(ops.copies())} copies used pageable host "
-                       f"memory: copy through the slots' pinned buffers")
-        if any(op.name == "device" for op in ops.syncs()):
-            check.fail("you called cuda.synchronize(), which waits for every slot at once: "
-                       "wait for the one slot you are about to reuse")
-        streams = {op.stream.key() for op in ops.launches("transform")}
-        if len(streams) < min(k, count):
-            check.fail(f"the kernels went to {len(streams)} stream(s); use {min(k, count)}, "
-                       f"chunk i in slot i % k and its stream")
-        if any(op.stream.is_legacy_default for op in ops.launches("transform")):
-            check.fail("a kernel went to the legacy default stream: use the slots' streams")
-        copies_in = ops.copies("h2d")
-        if len(copies_in) != count:
-            check.fail(f"{len(copies_in)} copies to the GPU for {count} chunks: one per chunk")
-        no_races(ops)  # a slot's buffers touched by the host before its copies were done
-        for sync in ops.syncs():  # a wait must be for the slot the next chunk reuses
-            after = [op for op in copies_in if op.index > sync.index]
-            if after and _waited_for(ops, sync) != after[0].stream.key():
-                chunk = copies_in.index(after[0])
-                check.fail(f"before issuing chunk {chunk} you waited for a slot other than "
-                           f"its own (slot {chunk % k}): the GPU then sits idle while the "
-                           f"host waits. Wait for a slot only when you are about to reuse it")
-        for i, (got, exp) in enumerate(zip(results, expected)):
+def _part2_inputs(*, count, k, seed):
+    chunks, expected = fresh_chunks(count, seed)
+    slots = make_slots(k)
+    functions = []
+
+    def call(pipeline, copy_compute_copy):
+        functions[:] = [pipeline, copy_compute_copy]
+        return pipeline(chunks, slots)
+
+    def results_then_time(run, _trace):
+        """The results, then the pipeline against one stream, best of three each (on a
+        GPU only)."""
+        for i, (got, exp) in enumerate(zip(run.values["results"], expected)):
             check.equal(got, exp, f"result {i}")
         if streamlab.on_simulator():
             print("timing not checked on the simulator (it runs everything in order)")
             return
+        pipeline, copy_compute_copy = functions
         best = {"serial": [], "pipeline": []}
         one = make_slots(1)[0]
         for _ in range(3):
-            for name, run in (("serial", lambda: serial(chunks, one, copy_compute_copy)),
-                              ("pipeline", lambda: pipeline(chunks, slots))):
+            for name, again in (("serial", lambda: serial(chunks, one, copy_compute_copy)),
+                                ("pipeline", lambda: pipeline(chunks, slots))):
                 t0 = time.perf_counter()
-                run()
+                again()
                 best[name].append((time.perf_counter() - t0) * 1000)
         piped, one_stream = min(best["pipeline"]), min(best["serial"])
         if piped > 0.9 * one_stream:
@@ -181,3 +165,52 @@ def check_part2(pipeline, copy_compute_copy, *, count=8, k=3, seed=None):
                        f"more than the slot it needs?")
         print(f"{count} chunks, {k} slots: pipeline {piped:.1f} ms, one stream "
               f"{one_stream:.1f} ms ({piped / one_stream:.0%}; the check needs 90% or less)")
+
+    return Inputs(call, returned=lambda results: ({"results": results}, {}),
+                  after=results_then_time)
+
+
+def _part2_rules(run, order, *, count, k, seed):
+    ops, results = run.ops, run.values["results"]
+    if not isinstance(results, list) or len(results) != count:
+        check.fail(f"pipeline returned {type(results).__name__} of length "
+                   f"{len(results) if hasattr(results, '__len__') else '?'}; expected a "
+                   f"list of {count} arrays, in chunk order")
+    pageable = [op for op in ops.copies() if op.name in ("h2d", "d2h") and not op.pinned]
+    if pageable:
+        check.fail(f"{len(pageable)} of {len(ops.copies())} copies used pageable host "
+                   f"memory: copy through the slots' pinned buffers")
+    if any(op.name == "device" for op in ops.syncs()):
+        check.fail("you called cuda.synchronize(), which waits for every slot at once: "
+                   "wait for the one slot you are about to reuse")
+    streams = {op.stream.key() for op in ops.launches("transform")}
+    if len(streams) < min(k, count):
+        check.fail(f"the kernels went to {len(streams)} stream(s); use {min(k, count)}, "
+                   f"chunk i in slot i % k and its stream")
+    if any(op.stream.is_legacy_default for op in ops.launches("transform")):
+        check.fail("a kernel went to the legacy default stream: use the slots' streams")
+    if len(ops.copies("h2d")) != count:
+        check.fail(f"{len(ops.copies('h2d'))} copies to the GPU for {count} chunks: one per "
+                   f"chunk")
+
+
+def _part2_waits_and_results(run, order, *, count, k, seed):
+    # (after the race check: a slot's buffers touched by the host before its copies were
+    # done is a race, said as one)
+    ops, copies_in = run.ops, run.ops.copies("h2d")
+    for sync in ops.syncs():  # a wait must be for the slot the next chunk reuses
+        after = [op for op in copies_in if op.index > sync.index]
+        if after and _waited_for(ops, sync) != after[0].stream.key():
+            chunk = copies_in.index(after[0])
+            check.fail(f"before issuing chunk {chunk} you waited for a slot other than "
+                       f"its own (slot {chunk % k}): the GPU then sits idle while the "
+                       f"host waits. Wait for a slot only when you are about to reuse it")
+
+
+PART2 = Check(2, None, _part2_inputs, _part2_rules,
+              values=_part2_waits_and_results)
+
+
+def check_part2(pipeline, copy_compute_copy, *, count=8, k=3, seed=None):
+    """Every chunk through the slots in rotation, each slot waited for only when reused."""
+    run(PART2, pipeline, copy_compute_copy, count=count, k=k, seed=seed)

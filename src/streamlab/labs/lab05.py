@@ -21,6 +21,7 @@ import streamlab
 from .. import check, hostfn
 from ..ops import internal, record_ops
 from ..order import analyze
+from ..runner import Check, Inputs, run
 from ..watched import watch
 from . import no_races, part
 
@@ -104,51 +105,68 @@ def _quiet_window():
             gc.enable()
 
 
-def check_part1(post_process_in_order, *, count=6, seed=None):
-    """Copy each chunk out in the stream, and have the stream post-process it, in order."""
-    with part(1, post_process_in_order), _quiet_window():
-        d_chunks, sums = fresh_device_chunks(count, seed)
-        h_outs = [watch(cuda.pinned_array(CHUNK, np.float32), f"h_outs[{i}]")
-                  for i in range(count)]
-        s = cuda.stream()
-        results = []
-        with record_ops() as ops:
-            with internal():
-                streamlab.spin[1, 1, s](BUSY_NS)  # the stream is busy first
-            post_process_in_order(d_chunks, h_outs, s, results)
-            with internal():
-                s.synchronize()
-            deadline = _clock() + 10
-            while len(results) < count and _clock() < deadline and \
-                    not _all_ran(ops):
-                time.sleep(0.001)
-        check.no_host_sync(ops, "post_process_in_order")
-        mine = streamlab.StreamRef.of(s)
-        copies, posts = ops.copies("d2h"), ops.host_functions()
-        _none_freed(posts)
-        if len(copies) != count or any(op.stream != mine for op in copies):
-            check.fail(f"{sum(op.stream == mine for op in copies)} of the {count} copies "
-                       f"went into the stream you were given: pass stream=stream to "
-                       f"copy_to_host")
-        if len(posts) != count or any(op.stream != mine for op in posts):
-            check.fail(f"{sum(op.stream == mine for op in posts)} host functions in the "
-                       f"stream for {count} chunks: one driver.cuLaunchHostFunc("
-                       f"stream.handle, ...) per chunk")
-        for i, (c, p) in enumerate(zip(copies, posts)):
-            if p.index < c.index:
-                check.fail(f"chunk {i}'s host function was put into the stream before its "
-                           f"copy: it would read the buffer before the data lands")
-        no_races(ops)  # a host function reading a buffer its copy has not filled
+def _part1_inputs(*, count, seed):
+    d_chunks, sums = fresh_device_chunks(count, seed)
+    h_outs = [watch(cuda.pinned_array(CHUNK, np.float32), f"h_outs[{i}]")
+              for i in range(count)]
+    s = cuda.stream()
+    results = []
+
+    def call(post_process_in_order):
+        post_process_in_order(d_chunks, h_outs, s, results)
+        with internal():
+            s.synchronize()
+        deadline = _clock() + 10
+        while len(results) < count and _clock() < deadline and not _all_ran(posted):
+            time.sleep(0.001)
+
+    def posted():  # the host functions recorded so far (this run's recording)
+        return current[0].host_functions() if current else []
+
+    current: list = []
+
+    def in_order(run, _trace):
         check.equal([i for i, _ in results], list(range(count)),
                     "the chunk numbers in results, in order")
         check.equal([v for _, v in results], sums, "the checksums in results")
 
+    return Inputs(call, {"stream": s}, busy=((s, BUSY_NS),), after=in_order, live=current)
 
-def _all_ran(ops) -> bool:
-    """Has every host function recorded in ``ops`` run (or failed)? With none recorded,
-    nothing is left to come: the check need not wait (it once waited its whole 10 s for
-    an answer that queued none, and a grader's time limit cut it short)."""
-    calls = [hostfn.call_of(op.uid) for op in ops.host_functions()]
+
+def _part1_rules(run, order, *, count, seed):
+    ops = run.ops
+    check.no_host_sync(ops, "post_process_in_order")
+    mine = streamlab.StreamRef.of(run.stream("stream"))
+    copies, posts = ops.copies("d2h"), ops.host_functions()
+    _none_freed(posts)
+    if len(copies) != count or any(op.stream != mine for op in copies):
+        check.fail(f"{sum(op.stream == mine for op in copies)} of the {count} copies "
+                   f"went into the stream you were given: pass stream=stream to "
+                   f"copy_to_host")
+    if len(posts) != count or any(op.stream != mine for op in posts):
+        check.fail(f"{sum(op.stream == mine for op in posts)} host functions in the "
+                   f"stream for {count} chunks: one driver.cuLaunchHostFunc("
+                   f"stream.handle, ...) per chunk")
+    for i, (c, p) in enumerate(zip(copies, posts)):
+        if p.index < c.index:
+            check.fail(f"chunk {i}'s host function was put into the stream before its "
+                       f"copy: it would read the buffer before the data lands")
+
+
+PART1 = Check(1, None, _part1_inputs, _part1_rules)
+
+
+def check_part1(post_process_in_order, *, count=6, seed=None):
+    """Copy each chunk out in the stream, and have the stream post-process it, in order."""
+    with _quiet_window():
+        run(PART1, post_process_in_order, count=count, seed=seed)
+
+
+def _all_ran(posted) -> bool:
+    """Has every host function recorded so far (``posted()``) run (or failed)? With none
+    recorded, nothing is left to come: the check need not wait (it once waited its whole
+    10 s for an answer that queued none, and a grader's time limit cut it short)."""
+    calls = [hostfn.call_of(op.uid) for op in posted()]
     return all(c is None or c.done.is_set() for c in calls)
 
 

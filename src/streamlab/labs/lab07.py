@@ -22,10 +22,10 @@ import streamlab
 
 from .. import check
 from ..graphs import end_capture, graph_builder, graph_shape
-from ..ops import record_ops
+from ..runner import Check, Inputs, run
 from ..spin import globaltimer
 from ..watched import watch
-from . import no_races, part
+from . import part
 
 __all__ = ["warm_up", "CHUNK", "THREADS", "BLOCKS", "K", "transform", "Slot", "make_slots",
            "fresh_batches", "check_part1", "check_part2", "check_part3"]
@@ -309,34 +309,23 @@ def _streamed(batches, slots, streams, key):
     return out
 
 
-def check_part3(run_batches, *, count=5, k=K, seed=None):
-    """Every batch by one replay of the captured graph: no launches of its own."""
-    with part(3, run_batches):
-        no_capture_left_open()
-        slots = make_slots(k)
-        key = np.float32(np.random.default_rng(seed).uniform(1.0, 2.0))
-        graph = CountingGraph(_check_graph(slots, key), slots)
-        stream = cuda.stream()
-        batches, expected = fresh_batches(count, k, seed)
-        expected = [[e + key for e in batch] for batch in expected]
-        with record_ops() as ops:
-            results = run_batches(graph, stream, slots, batches)
-        if ops.launches() or ops.copies():
-            what = (ops.launches() + ops.copies())[0].describe()
-            check.fail(f"run_batches issued {len(ops.launches())} kernel launch(es) and "
-                       f"{len(ops.copies())} copies of its own (the first: {what}): the "
-                       f"graph already holds every copy and kernel. Fill the slots' h_in, "
-                       f"launch the graph, wait, read h_out")
-        if graph.launches != count:
-            check.fail(f"the graph was launched {graph.launches} time(s) for {count} "
-                       f"batches: launch it once per batch (a new capture per batch pays "
-                       f"the host's cost again, and is not this graph)")
-        no_races(ops)  # h_out read, or h_in refilled, before the replay had finished
-        if not isinstance(results, list) or len(results) != count:
-            check.fail(f"run_batches returned {type(results).__name__} of length "
-                       f"{len(results) if hasattr(results, '__len__') else '?'}; expected "
-                       f"a list of {count} lists (one per batch) of {k} arrays")
-        for b, (got, exp) in enumerate(zip(results, expected)):
+def _part3_inputs(*, count, k, seed):
+    no_capture_left_open()
+    slots = make_slots(k)
+    key = np.float32(np.random.default_rng(seed).uniform(1.0, 2.0))
+    graph = CountingGraph(_check_graph(slots, key), slots)
+    stream = cuda.stream()
+    batches, expected = fresh_batches(count, k, seed)
+    expected = [[e + key for e in batch] for batch in expected]
+    functions = []
+
+    def call(run_batches):
+        functions[:] = [run_batches]
+        return run_batches(graph, stream, slots, batches), graph.launches
+
+    def results_then_time(run, _trace):
+        """Every result, then (on a GPU) the replay beside streams, printed."""
+        for b, (got, exp) in enumerate(zip(run.values["results"], expected)):
             if len(got) != k:
                 check.fail(f"batch {b}: {len(got)} results for {k} chunks")
             for i in range(k):
@@ -346,13 +335,14 @@ def check_part3(run_batches, *, count=5, k=K, seed=None):
             print("timing not checked on the simulator (its model charges a graph launch; "
                   "the GPU measures it)")
             return
+        run_batches = functions[0]
         streams = [cuda.stream() for _ in range(k)]
         best = {"graph": [], "streams": []}
         for _ in range(3):
-            for name, run in (("graph", lambda: run_batches(graph, stream, slots, batches)),
-                              ("streams", lambda: _streamed(batches, slots, streams, key))):
+            for name, again in (("graph", lambda: run_batches(graph, stream, slots, batches)),
+                                ("streams", lambda: _streamed(batches, slots, streams, key))):
                 t0 = time.perf_counter()
-                run()
+                again()
                 best[name].append((time.perf_counter() - t0) * 1000 / count)
         graphed, streamed = min(best["graph"]), min(best["streams"])
         # printed, not graded: which is faster moves between runs of a right answer (on an
@@ -361,3 +351,38 @@ def check_part3(run_batches, *, count=5, k=K, seed=None):
         print(f"{count} batches of {k} chunks: graph {graphed:.3f} ms a batch, streams "
               f"{streamed:.3f} ms ({graphed / streamed:.0%}; timed for you to compare, "
               f"not graded)")
+
+    return Inputs(call, {"stream": stream},
+                  returned=lambda got: ({"results": got[0], "launches": got[1]}, {}),
+                  after=results_then_time)
+
+
+def _part3_rules(run, order, *, count, k, seed):
+    ops = run.ops
+    if ops.launches() or ops.copies():
+        what = (ops.launches() + ops.copies())[0].describe()
+        check.fail(f"run_batches issued {len(ops.launches())} kernel launch(es) and "
+                   f"{len(ops.copies())} copies of its own (the first: {what}): the "
+                   f"graph already holds every copy and kernel. Fill the slots' h_in, "
+                   f"launch the graph, wait, read h_out")
+    if run.values["launches"] != count:
+        check.fail(f"the graph was launched {run.values['launches']} time(s) for {count} "
+                   f"batches: launch it once per batch (a new capture per batch pays "
+                   f"the host's cost again, and is not this graph)")
+
+
+def _part3_results(run, order, *, count, k, seed):
+    # (after the race check: h_out read, or h_in refilled, before the replay had finished)
+    results = run.values["results"]
+    if not isinstance(results, list) or len(results) != count:
+        check.fail(f"run_batches returned {type(results).__name__} of length "
+                   f"{len(results) if hasattr(results, '__len__') else '?'}; expected "
+                   f"a list of {count} lists (one per batch) of {k} arrays")
+
+
+PART3 = Check(3, None, _part3_inputs, _part3_rules, values=_part3_results)
+
+
+def check_part3(run_batches, *, count=5, k=K, seed=None):
+    """Every batch by one replay of the captured graph: no launches of its own."""
+    run(PART3, run_batches, count=count, k=k, seed=seed)

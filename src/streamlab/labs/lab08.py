@@ -18,10 +18,9 @@ from numba import cuda
 import streamlab
 
 from .. import check
-from ..ops import record_ops
-from ..order import analyze
+from ..check import order_culprits
+from ..runner import Check, Inputs, run
 from ..streams import priority_range
-from . import no_races, order_culprits, part
 
 __all__ = ["warm_up", "BLOCKS", "THREADS", "BLOCK_NS", "STEP_NS", "N_STREAMS", "X_SIZE",
            "background", "urgent", "step_a", "step_b", "check_part1", "check_part2"]
@@ -113,49 +112,16 @@ def _stream_text(op) -> str:
     return f"{op.stream.kind} stream of priority {op.stream.priority}"
 
 
-def check_part1(launch_urgent, *, kernels=4, seed=None):
-    """Background on the lowest priority, the urgent kernel last, on the highest; on a GPU
-    the urgent kernel starts well before the background ends."""
-    with part(1, launch_urgent):
-        least, greatest = priority_range()
-        rng = np.random.default_rng(seed)
-        size = int(rng.integers(16, 33))   # one block of 32 threads covers it
-        last_end = cuda.to_device(np.zeros(1, np.uint64))
-        started = cuda.to_device(np.zeros(1, np.uint64))
-        out = cuda.to_device(np.full(size, -1.0, np.float32))
-        cuda.synchronize()
-        with record_ops() as ops:
-            launch_urgent(BLOCK_NS, last_end, out, started)
-        check.no_host_sync(ops, "launch_urgent")
-        bg, ur = ops.launches("background"), ops.launches("urgent")
-        if len(bg) != kernels or len(ur) != 1:
-            check.fail(f"{len(bg)} background launches and {len(ur)} urgent ones: launch "
-                       f"`background[BLOCKS, THREADS, s](work_ns, last_end)` {kernels} times, "
-                       f"then `urgent[1, 32, u](out, started)` once")
-        ur = ur[0]
-        for k, op in enumerate(bg):
-            if op.stream.priority != least:
-                check.fail(f"background kernel {k} is on a {_stream_text(op)}: background "
-                           f"work belongs on the lowest priority, {least} (the default of "
-                           f"cuda.core's StreamOptions(); lower numbers run first)")
-        if ur.stream.priority != greatest:
-            check.fail(f"the urgent kernel is on a {_stream_text(ur)}: give it the highest "
-                       f"priority, {greatest}. Lower numbers run first; "
-                       f"driver.cuCtxGetStreamPriorityRange() gives (err, lowest, highest) = "
-                       f"(0, {least}, {greatest})")
-        if ur.uid < max(op.uid for op in bg):
-            check.fail("the urgent kernel was issued before the background: issue it last, "
-                       "as work that arrives while the background runs")
-        order = analyze(ops)
-        for k, op in enumerate(bg):
-            if order.ordered(op, ur):
-                why = next(order_culprits(order, op, ur), None)
-                check.fail(f"the urgent kernel must wait for background kernel {k}"
-                           f"{': ' + why if why else ''}. Priority cannot help a kernel that "
-                           f"waits for the background")
-        no_races(ops, order)
-        cuda.synchronize()
-        check.equal(out.copy_to_host(), 2.0 * np.arange(size, dtype=np.float32), "out")
+def _part1_inputs(*, kernels, seed):
+    rng = np.random.default_rng(seed)
+    size = int(rng.integers(16, 33))   # one block of 32 threads covers it
+    last_end = cuda.to_device(np.zeros(1, np.uint64))
+    started = cuda.to_device(np.zeros(1, np.uint64))
+    out = cuda.to_device(np.full(size, -1.0, np.float32))
+    cuda.synchronize()
+
+    def ahead(_run, _trace):
+        """On a GPU, the urgent kernel starts well before the background ends."""
         if streamlab.on_simulator():
             print("timing not checked on the simulator (it has no priorities)")
             return
@@ -168,47 +134,111 @@ def check_part1(launch_urgent, *, kernels=4, seed=None):
         print(f"the urgent kernel started {ahead_ms:.2f} ms before the background "
               f"({total_ms:.0f} ms) ended")
 
+    return Inputs(lambda fn: fn(BLOCK_NS, last_end, out, started), outputs={"out": out},
+                  expected={"out": (2.0 * np.arange(size, dtype=np.float32), "out")},
+                  after=ahead)
 
-def check_part2(issue_breadth_first, *, count=N_STREAMS, seed=None):
-    """Every step_a before any step_b, each stream's B after its A in that stream; on a
-    GPU, the 2 x count kernels take well under depth-first's time."""
-    with part(2, issue_breadth_first):
-        rng = np.random.default_rng(seed)
-        streams = [cuda.stream() for _ in range(count)]
-        start = [rng.integers(0, 100, X_SIZE).astype(np.float32) for _ in range(count)]
-        xs = [cuda.to_device(h) for h in start]
-        cuda.synchronize()
-        with check.time_per_stream(streams) as timing, record_ops() as ops:
-            t0 = time.perf_counter()
-            issue_breadth_first(streams, xs, STEP_NS)
-            issue_ms = (time.perf_counter() - t0) * 1000
-        check.no_host_sync(ops, "issue_breadth_first")
-        check.one_launch_per_stream(ops, "step_a", streams)
-        check.one_launch_per_stream(ops, "step_b", streams)
-        a, b = ops.launches("step_a"), ops.launches("step_b")
-        first_b = min(b, key=lambda op: op.uid)
-        late_a = [op for op in a if op.uid > first_b.uid]
-        if late_a:
-            check.fail(f"a step_b was issued before {len(late_a)} step_a launch(es): that is "
-                       f"depth-first (A0 B0 A1 B1 ...), where each B blocks a hardware queue "
-                       f"until its A ends. Issue every step_a first, then every step_b")
-        no_races(ops, names={f"streams[{i}]": s for i, s in enumerate(streams)})
-        cuda.synchronize()
-        for i, (x, h) in enumerate(zip(xs, start)):
-            check.equal(x.copy_to_host(), (h + 1) * 2, f"stream {i}'s x")
+
+def _part1_rules(run, order, *, kernels, seed):
+    ops = run.ops
+    least, greatest = priority_range()
+    check.no_host_sync(ops, "launch_urgent")
+    bg, ur = ops.launches("background"), ops.launches("urgent")
+    if len(bg) != kernels or len(ur) != 1:
+        check.fail(f"{len(bg)} background launches and {len(ur)} urgent ones: launch "
+                   f"`background[BLOCKS, THREADS, s](work_ns, last_end)` {kernels} times, "
+                   f"then `urgent[1, 32, u](out, started)` once")
+    ur = ur[0]
+    for k, op in enumerate(bg):
+        if op.stream.priority != least:
+            check.fail(f"background kernel {k} is on a {_stream_text(op)}: background "
+                       f"work belongs on the lowest priority, {least} (the default of "
+                       f"cuda.core's StreamOptions(); lower numbers run first)")
+    if ur.stream.priority != greatest:
+        check.fail(f"the urgent kernel is on a {_stream_text(ur)}: give it the highest "
+                   f"priority, {greatest}. Lower numbers run first; "
+                   f"driver.cuCtxGetStreamPriorityRange() gives (err, lowest, highest) = "
+                   f"(0, {least}, {greatest})")
+    if ur.uid < max(op.uid for op in bg):
+        check.fail("the urgent kernel was issued before the background: issue it last, "
+                   "as work that arrives while the background runs")
+    for k, op in enumerate(bg):
+        if order.ordered(op, ur):
+            why = next(order_culprits(order, op, ur), None)
+            check.fail(f"the urgent kernel must wait for background kernel {k}"
+                       f"{': ' + why if why else ''}. Priority cannot help a kernel that "
+                       f"waits for the background")
+
+
+PART1 = Check(1, None, _part1_inputs, _part1_rules)
+
+
+def check_part1(launch_urgent, *, kernels=4, seed=None):
+    """Background on the lowest priority, the urgent kernel last, on the highest; on a GPU
+    the urgent kernel starts well before the background ends."""
+    run(PART1, launch_urgent, kernels=kernels, seed=seed)
+
+
+def _part2_inputs(*, count, seed):
+    rng = np.random.default_rng(seed)
+    streams = [cuda.stream() for _ in range(count)]
+    start = [rng.integers(0, 100, X_SIZE).astype(np.float32) for _ in range(count)]
+    xs = [cuda.to_device(h) for h in start]
+    cuda.synchronize()
+
+    def call(issue_breadth_first):
+        t0 = time.perf_counter()
+        issue_breadth_first(streams, xs, STEP_NS)
+        return (time.perf_counter() - t0) * 1000
+
+    def makespan(run, trace):
+        """On a GPU, the 2 x count kernels take well under depth-first's time."""
         if streamlab.on_simulator():
             print("timing not checked on the simulator (its model has no hardware queues)")
             return
-        took = timing[0].metrics().makespan_ms
+        took = trace.metrics().makespan_ms
         step_ms = STEP_NS / 1e6
+        issue_ms = run.values["issue_ms"]
         # breadth-first: the A's together, then the B's (2 steps), after the host's issue
         # time; depth-first on 8 queues: a queue's streams one after another (5 steps at 32)
         allowed = 3 * step_ms + issue_ms
         if took > allowed:
             check.fail_with_timeline(
-                timing[0], f"{2 * count} kernels of {step_ms:.0f} ms took {took:.1f} ms: "
-                           f"more than {allowed:.1f} ms (three kernels' time, plus the "
-                           f"{issue_ms:.1f} ms your code took to issue them). Breadth-first, "
-                           f"the A's run together, then the B's")
+                trace, f"{2 * count} kernels of {step_ms:.0f} ms took {took:.1f} ms: "
+                       f"more than {allowed:.1f} ms (three kernels' time, plus the "
+                       f"{issue_ms:.1f} ms your code took to issue them). Breadth-first, "
+                       f"the A's run together, then the B's")
         print(f"{2 * count} kernels of {step_ms:.0f} ms on {count} streams took {took:.1f} ms "
               f"(issued in {issue_ms:.1f} ms; the check allows {allowed:.1f} ms)")
+
+    return Inputs(call, {f"streams[{i}]": s for i, s in enumerate(streams)},
+                  {f"stream {i}'s x": x for i, x in enumerate(xs)},
+                  returned=lambda ms: ({"issue_ms": ms}, {}),
+                  expected={f"stream {i}'s x": ((h + 1) * 2, f"stream {i}'s x")
+                            for i, h in enumerate(start)},
+                  timed=tuple(streams), after=makespan)
+
+
+def _part2_rules(run, order, *, count, seed):
+    ops = run.ops
+    streams = list(run.streams.values())
+    check.no_host_sync(ops, "issue_breadth_first")
+    check.one_launch_per_stream(ops, "step_a", streams)
+    check.one_launch_per_stream(ops, "step_b", streams)
+    a, b = ops.launches("step_a"), ops.launches("step_b")
+    first_b = min(b, key=lambda op: op.uid)
+    late_a = [op for op in a if op.uid > first_b.uid]
+    if late_a:
+        check.fail(f"a step_b was issued before {len(late_a)} step_a launch(es): that is "
+                   f"depth-first (A0 B0 A1 B1 ...), where each B blocks a hardware queue "
+                   f"until its A ends. Issue every step_a first, then every step_b")
+
+
+PART2 = Check(2, None, _part2_inputs, _part2_rules,
+              named_races=True)
+
+
+def check_part2(issue_breadth_first, *, count=N_STREAMS, seed=None):
+    """Every step_a before any step_b, each stream's B after its A in that stream; on a
+    GPU, the 2 x count kernels take well under depth-first's time."""
+    run(PART2, issue_breadth_first, count=count, seed=seed)

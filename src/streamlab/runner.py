@@ -1,0 +1,164 @@
+"""One way to run a check: record what the learner's function did, then judge it.
+
+An exercise or a lab part is written as its data and the few rules that are its own (a
+:class:`Check`); the runner does the rest, the same way for every check:
+
+* **the run**, in the learner's process (:func:`run`): the check's inputs are made, the
+  check's own work is put first (streams kept busy, so that a missing wait shows), the
+  learner's function is called under :func:`streamlab.record_ops`, the device is waited
+  for, and what came out is collected as a :class:`~streamlab.transcript.Run` (the
+  operations, the streams given, the outputs copied back, what the function returned);
+  under the grader the run is also sent to it (:func:`streamlab.transcript.send`);
+* **the judge** (:meth:`Check.judge`), from the Run and the check's arguments alone: the
+  check's own rules, then the rules every check shares: no races, and every output equal
+  to the value the check expects, made from its arguments (a seed, say), not from the
+  learner's process. The grader judges the transcript again in its own process with the
+  same method (a lab module's ``JUDGES``).
+
+A check function stays an ordinary function with its own signature (the grader reads its
+defaults), whose body is one call::
+
+    PART1 = Check(1, "streamlab.labs.lab02.check_part1", arrange=_part1_inputs,
+                  rules=_part1_rules, expected=_part1_expected, seeded=True)
+
+    def check_part1(produce_then_consume, *, nonblocking=False, seed=None):
+        run(PART1, produce_then_consume, nonblocking=nonblocking, seed=seed)
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+from numba import cuda
+
+from .check import best_concurrency_at_least, no_races, part, time_per_stream
+from .ops import internal, record_ops
+from .order import analyze
+from .transcript import Run, copied, pick_seed, send
+
+
+@dataclass
+class Inputs:
+    """What a check's ``arrange`` makes for one run.
+
+    ``call(fn)`` calls the learner's function with them (``call(*functions)``, where the
+    check takes more than one) and returns what it returned (inside the recording; it may
+    issue the check's own work around the call, marked :func:`streamlab.ops.internal`).
+    ``busy`` is the check's own work put first: (stream, nanoseconds of
+    :func:`streamlab.spin`) pairs. ``streams`` and ``outputs`` are what the Run carries by
+    name: the streams the function was given, and the arrays copied back once the device
+    is done (device arrays; host arrays the copies filled). ``returned(value)`` turns what
+    the function returned into the Run's ``(values, events)``."""
+
+    call: Callable
+    streams: dict = field(default_factory=dict)
+    outputs: dict = field(default_factory=dict)
+    busy: tuple = ()
+    returned: Callable | None = None
+    #: the expected outputs, made here (from random inputs) by a check that only the
+    #: learner's process judges; a check the grader judges again makes them in ``expected``
+    expected: dict | None = None
+    #: the streams timed, one span each, for a check that judges their overlap
+    timed: tuple = ()
+    #: after(run, trace): what the check does once the judge has passed, in the learner's
+    #: process (reads the GPU's clock, times the learner's code again), failing with
+    #: check.fail; ``trace`` is the timed streams' (None without them)
+    after: Callable | None = None
+    #: a list the runner puts the recording into (its OpLog, filling as the code runs)
+    #: before the call, for a call that waits on what was recorded so far
+    live: list | None = None
+
+
+@dataclass(frozen=True)
+class Check:
+    """One exercise or lab part, as data: its number, the name the grader knows it by,
+    how its inputs are made (``arrange(**kwargs)`` -> :class:`Inputs`), its own rules
+    (``rules(run, order, **kwargs)``, failing with :func:`streamlab.check.fail`), the
+    rules on what it returned, judged once the race check has passed (``values(run,
+    order, **kwargs)``), and its expected outputs (``expected(**kwargs)`` -> {output
+    name: (expected array, label)})."""
+
+    number: int
+    name: str | None  # the grader's name for a check it judges again; None: judged here only
+    arrange: Callable
+    rules: Callable
+    expected: Callable | None = None
+    values: Callable | None = None  # values(run, order, **kwargs): returned values' rules
+    what: str = "Part"
+    seeded: bool = False  # a ``seed`` argument, drawn when None (pick_seed) and sent
+    races: dict = field(default_factory=dict)  # no_races' options (parts_of_one_array)
+    named_races: bool = False  # a race names the streams by the Run's names for them
+    #: overlap(**kwargs) -> (minimum concurrency, label): the timed streams' spans must
+    #: overlap that much, in the best of three runs (check.best_concurrency_at_least)
+    overlap: Callable | None = None
+    tolerance: dict = field(default_factory=dict)  # check.equal's rtol and atol
+
+    def judge(self, run: Run, expected: dict | None = None, **kwargs) -> None:
+        """The verdict on ``run``: the check's own rules, no races, what the function
+        returned, the expected outputs (``expected``, where the run made them, else the
+        check's own ``expected(**kwargs)``)."""
+        order = analyze(run.ops)
+        self.rules(run, order, **kwargs)
+        no_races(run.ops, order, **self.races,
+                 **({"names": run.streams} if self.named_races else {}))
+        if self.values is not None:
+            self.values(run, order, **kwargs)
+        if expected is None and self.expected is not None:
+            expected = self.expected(**kwargs)
+        for name, (want, label) in (expected or {}).items():
+            run.equal(name, want, label, **self.tolerance)
+
+
+def run(check: Check, *functions, **kwargs) -> None:
+    """Run ``check`` on the learner's functions (most checks take one) with the check's
+    arguments: print ``Part N: passed`` (or ``Exercise N``), ``not done yet`` while a
+    function raises NotImplementedError, or fail with CheckFailed saying what is wrong."""
+    with part(check.number, *functions, what=check.what):
+        if check.seeded:
+            kwargs["seed"] = pick_seed(kwargs.get("seed"))
+        if check.overlap is None:
+            once(check, functions, kwargs)
+            return
+        minimum, label = check.overlap(**kwargs)
+        best_concurrency_at_least(lambda: once(check, functions, kwargs), minimum, label)
+
+
+def once(check: Check, functions: tuple, kwargs: dict):
+    """One run of the functions on fresh inputs, judged; the timed streams' trace, if
+    any."""
+    inputs = check.arrange(**kwargs)
+    with contextlib.ExitStack() as stack:
+        timing = stack.enter_context(time_per_stream(inputs.timed)) if inputs.timed else None
+        ops = stack.enter_context(record_ops())
+        if inputs.live is not None:
+            inputs.live[:] = [ops]
+        if inputs.busy:
+            from .spin import spin
+
+            with internal():
+                for stream, ns in inputs.busy:
+                    spin[1, 1, stream](ns)
+        value = inputs.call(*functions)
+    cuda.synchronize()
+    values, events = inputs.returned(value) if inputs.returned is not None else ({}, {})
+    collected = Run(ops, inputs.streams,
+                    {name: _fetched(array) for name, array in inputs.outputs.items()},
+                    values, events)
+    if check.name is not None:  # a check the grader judges again: it gets the Run
+        collected = send(check.name, kwargs, collected)
+    check.judge(collected, inputs.expected, **kwargs)
+    trace = timing[0] if timing is not None else None
+    if inputs.after is not None:
+        inputs.after(collected, trace)
+    return trace
+
+
+def _fetched(array):
+    """An output as the judge reads it: a device array copied to the host (by its class's
+    own copy, not one the learner's code put on it), a host array copied as it is now."""
+    if isinstance(array, np.ndarray):
+        return np.array(array, copy=True)
+    return copied(array)
