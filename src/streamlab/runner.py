@@ -34,7 +34,7 @@ from typing import Callable
 import numpy as np
 from numba import cuda
 
-from .check import best_concurrency_at_least, no_races, part, time_per_stream
+from .check import best_concurrency_at_least, fail, no_races, part, time_per_stream
 from .ops import internal, record_ops
 from .order import analyze
 from .transcript import Run, copied, pick_seed, send
@@ -51,7 +51,8 @@ class Inputs:
     :func:`streamlab.spin`) pairs. ``streams`` and ``outputs`` are what the Run carries by
     name: the streams the function was given, and the arrays copied back once the device
     is done (device arrays; host arrays the copies filled). ``returned(value)`` turns what
-    the function returned into the Run's ``(values, events)``."""
+    the function returned into the Run's ``(values, events)``, as it is when the function
+    returns (a list the code fills later, from a host function say, is copied there)."""
 
     call: Callable
     streams: dict = field(default_factory=dict)
@@ -142,8 +143,10 @@ def once(check: Check, functions: tuple, kwargs: dict):
                 for stream, ns in inputs.busy:
                     spin[1, 1, stream](ns)
         value = inputs.call(*functions)
-    cuda.synchronize()
+    # what the function returned, as it was when it returned (before anything else runs)
     values, events = inputs.returned(value) if inputs.returned is not None else ({}, {})
+    if inputs.outputs:  # outputs are read once the device is done
+        _settle()
     collected = Run(ops, inputs.streams,
                     {name: _fetched(array) for name, array in inputs.outputs.items()},
                     values, events)
@@ -154,6 +157,30 @@ def once(check: Check, functions: tuple, kwargs: dict):
     if inputs.after is not None:
         inputs.after(collected, trace)
     return trace
+
+
+def as_returned(value):
+    """A list or tuple the learner's function returned, copied as it is now (its items
+    as they are), so that what code fills in later does not count; anything else as it
+    is."""
+    if isinstance(value, list):
+        return list(value)
+    return tuple(value) if isinstance(value, tuple) else value
+
+
+def _settle() -> None:
+    """Wait for the device; fail clearly where the learner's code left a graph capture
+    open (the GPU then refuses every synchronize, and the check's own error would read as
+    the course's bug)."""
+    try:
+        cuda.synchronize()
+    except Exception as exc:  # noqa: BLE001  (numba's and the simulator's errors alike)
+        if "CAPTURE" not in str(exc):
+            raise
+        fail(f"your code left a graph capture open (begin_building() with no "
+             f"end_building()), so the GPU refuses every synchronize ({exc}). End every "
+             f"capture you begin, then restart the kernel (Kernel > Restart) to clear this "
+             f"one")
 
 
 def _fetched(array):

@@ -14,7 +14,7 @@ from numba import cuda
 import streamlab
 
 from .. import check
-from ..runner import Check, Inputs, run
+from ..runner import Check, Inputs, as_returned, run
 from ..spin import globaltimer
 from ..watched import watch
 
@@ -166,7 +166,7 @@ def _part2_inputs(*, count, k, seed):
         print(f"{count} chunks, {k} slots: pipeline {piped:.1f} ms, one stream "
               f"{one_stream:.1f} ms ({piped / one_stream:.0%}; the check needs 90% or less)")
 
-    return Inputs(call, returned=lambda results: ({"results": results}, {}),
+    return Inputs(call, returned=lambda results: ({"results": as_returned(results)}, {}),
                   after=results_then_time)
 
 

@@ -22,7 +22,7 @@ import streamlab
 
 from .. import check
 from ..graphs import end_capture, graph_builder, graph_shape
-from ..runner import Check, Inputs, run
+from ..runner import Check, Inputs, as_returned, run
 from ..spin import globaltimer
 from ..watched import watch
 from . import part
@@ -353,7 +353,8 @@ def _part3_inputs(*, count, k, seed):
               f"not graded)")
 
     return Inputs(call, {"stream": stream},
-                  returned=lambda got: ({"results": got[0], "launches": got[1]}, {}),
+                  returned=lambda got: ({"results": as_returned(got[0]),
+                                         "launches": got[1]}, {}),
                   after=results_then_time)
 
 
@@ -378,6 +379,12 @@ def _part3_results(run, order, *, count, k, seed):
         check.fail(f"run_batches returned {type(results).__name__} of length "
                    f"{len(results) if hasattr(results, '__len__') else '?'}; expected "
                    f"a list of {count} lists (one per batch) of {k} arrays")
+    for b, got in enumerate(results):
+        if not isinstance(got, (list, tuple)):
+            check.fail(f"batch {b}: run_batches returned {type(got).__name__} for it, not a "
+                       f"list of its {k} results (filled in later, by a host function say? "
+                       f"What a function returns is read when it returns: wait, then read "
+                       f"the slots' h_out)")
 
 
 PART3 = Check(3, None, _part3_inputs, _part3_rules, values=_part3_results)
