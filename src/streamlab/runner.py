@@ -51,8 +51,8 @@ class Inputs:
     :func:`streamlab.spin`) pairs. ``streams`` and ``outputs`` are what the Run carries by
     name: the streams the function was given, and the arrays copied back once the device
     is done (device arrays; host arrays the copies filled). ``returned(value)`` turns what
-    the function returned into the Run's ``(values, events)``, as it is when the function
-    returns (a list the code fills later, from a host function say, is copied there)."""
+    the function returned into the Run's ``(values, events)``; a list or tuple is copied as
+    it was when the function returned (what a host function fills in later is not read)."""
 
     call: Callable
     streams: dict = field(default_factory=dict)
@@ -64,9 +64,9 @@ class Inputs:
     expected: dict | None = None
     #: the streams timed, one span each, for a check that judges their overlap
     timed: tuple = ()
-    #: after(run, trace): what the check does once the judge has passed, in the learner's
-    #: process (reads the GPU's clock, times the learner's code again), failing with
-    #: check.fail; ``trace`` is the timed streams' (None without them)
+    #: after(run, trace, functions): what the check does once the judge has passed, in the
+    #: learner's process (reads the GPU's clock, times the learner's functions again),
+    #: failing with check.fail; ``trace`` is the timed streams' (None without them)
     after: Callable | None = None
     #: a list the runner puts the recording into (its OpLog, filling as the code runs)
     #: before the call, for a call that waits on what was recorded so far
@@ -142,8 +142,8 @@ def once(check: Check, functions: tuple, kwargs: dict):
             with internal():
                 for stream, ns in inputs.busy:
                     spin[1, 1, stream](ns)
-        value = inputs.call(*functions)
-    # what the function returned, as it was when it returned (before anything else runs)
+        # what the function returned, as it was when it returned (before anything else runs)
+        value = _as_returned(inputs.call(*functions))
     values, events = inputs.returned(value) if inputs.returned is not None else ({}, {})
     if inputs.outputs:  # outputs are read once the device is done
         _settle()
@@ -155,11 +155,11 @@ def once(check: Check, functions: tuple, kwargs: dict):
     check.judge(collected, inputs.expected, **kwargs)
     trace = timing[0] if timing is not None else None
     if inputs.after is not None:
-        inputs.after(collected, trace)
+        inputs.after(collected, trace, functions)
     return trace
 
 
-def as_returned(value):
+def _as_returned(value):
     """A list or tuple the learner's function returned, copied as it is now (its items
     as they are), so that what code fills in later does not count; anything else as it
     is."""
@@ -169,18 +169,23 @@ def as_returned(value):
 
 
 def _settle() -> None:
-    """Wait for the device; fail clearly where the learner's code left a graph capture
-    open (the GPU then refuses every synchronize, and the check's own error would read as
-    the course's bug)."""
+    """Wait for the device, where the learner's code may have left a capture open."""
+    synchronized("your code left a graph capture open (begin_building() with no "
+                 "end_building()), so the GPU refuses every synchronize ({error}). End every "
+                 "capture you begin, then restart the kernel (Kernel > Restart) to clear "
+                 "this one")
+
+
+def synchronized(open_capture: str) -> None:
+    """``cuda.synchronize()``, failing with ``open_capture`` (its ``{error}``, the GPU's
+    refusal) where a graph capture is open in the process: every synchronize is refused
+    then, and the check's own error would read as the course's bug."""
     try:
         cuda.synchronize()
     except Exception as exc:  # noqa: BLE001  (numba's and the simulator's errors alike)
         if "CAPTURE" not in str(exc):
             raise
-        fail(f"your code left a graph capture open (begin_building() with no "
-             f"end_building()), so the GPU refuses every synchronize ({exc}). End every "
-             f"capture you begin, then restart the kernel (Kernel > Restart) to clear this "
-             f"one")
+        fail(open_capture.format(error=exc))
 
 
 def _fetched(array):

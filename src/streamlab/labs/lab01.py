@@ -156,7 +156,7 @@ def _part3_inputs(*, short_ms, long_ms):
 
     return Inputs(call, {"mine": mine, "other": other},
                   returned=lambda got: ({"waited_ms": got[0], "other_running": got[1]}, {}),
-                  after=lambda run, trace: other.synchronize())  # its 60 ms end with the check
+                  after=lambda *_: other.synchronize())  # its 60 ms end with the check
 
 
 def _part3_rules(run, order, *, short_ms, long_ms):

@@ -22,7 +22,7 @@ import streamlab
 
 from .. import check
 from ..graphs import end_capture, graph_builder, graph_shape
-from ..runner import Check, Inputs, as_returned, run
+from ..runner import Check, Inputs, run, synchronized
 from ..spin import globaltimer
 from ..watched import watch
 from . import part
@@ -104,14 +104,9 @@ def no_capture_left_open() -> None:
     """Fail clearly when a capture is still open in this process (on a GPU, a refused
     call inside a split capture can leave streams capturing after the check ended it):
     every synchronize would then be refused, and the check's own errors would mislead."""
-    try:
-        cuda.synchronize()
-    except Exception as exc:  # noqa: BLE001  (numba's and the stand-in's errors alike)
-        if "CAPTURE" not in str(exc):
-            raise
-        check.fail(f"a graph capture from an earlier run is still open in this kernel, so "
-                   f"the GPU refuses every synchronize ({exc}). Restart the kernel "
-                   f"(Kernel > Restart) and run the lab again from the top.")
+    synchronized("a graph capture from an earlier run is still open in this kernel, so the "
+                 "GPU refuses every synchronize ({error}). Restart the kernel (Kernel > "
+                 "Restart) and run the lab again from the top.")
 
 
 def explain_capture_error(exc, label: str):
@@ -317,13 +312,8 @@ def _part3_inputs(*, count, k, seed):
     stream = cuda.stream()
     batches, expected = fresh_batches(count, k, seed)
     expected = [[e + key for e in batch] for batch in expected]
-    functions = []
 
-    def call(run_batches):
-        functions[:] = [run_batches]
-        return run_batches(graph, stream, slots, batches), graph.launches
-
-    def results_then_time(run, _trace):
+    def results_then_time(run, _trace, functions):
         """Every result, then (on a GPU) the replay beside streams, printed."""
         for b, (got, exp) in enumerate(zip(run.values["results"], expected)):
             if len(got) != k:
@@ -335,7 +325,7 @@ def _part3_inputs(*, count, k, seed):
             print("timing not checked on the simulator (its model charges a graph launch; "
                   "the GPU measures it)")
             return
-        run_batches = functions[0]
+        (run_batches,) = functions
         streams = [cuda.stream() for _ in range(k)]
         best = {"graph": [], "streams": []}
         for _ in range(3):
@@ -352,9 +342,10 @@ def _part3_inputs(*, count, k, seed):
               f"{streamed:.3f} ms ({graphed / streamed:.0%}; timed for you to compare, "
               f"not graded)")
 
-    return Inputs(call, {"stream": stream},
-                  returned=lambda got: ({"results": as_returned(got[0]),
-                                         "launches": got[1]}, {}),
+    return Inputs(lambda run_batches: run_batches(graph, stream, slots, batches),
+                  {"stream": stream},
+                  returned=lambda results: ({"results": results, "launches": graph.launches},
+                                            {}),
                   after=results_then_time)
 
 
