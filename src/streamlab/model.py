@@ -129,6 +129,9 @@ class ModelGPU:
         # host thread -> [(real, model, END or START)] for mapping: where each wrapped call
         # ended, and where the next began after a gap the model shortened (see _gap)
         self.breaks: dict[str, list] = {}
+        # host thread (or host function uid) -> the latest now() it read: never less (a
+        # thread that loses the CPU between reading the time and its wait (_gap) goes back)
+        self.read: dict = {}
         self.ops: list[MOp] = []  # this epoch's operations (not yet frozen)
         self.by_uid: dict[int, MOp] = {}
         self.last: dict[tuple, MOp] = {}  # stream agent -> its last operation
@@ -154,8 +157,7 @@ class ModelGPU:
         """Advance ``thread``'s model clock by the host work it did since its last call."""
         if thread not in self.host:  # a thread not seen starting: the main one's offset
             main = threading.main_thread().name
-            offset = self.host[main] - self.mark[main] if main in self.host else 0.0
-            self.host[thread] = real + offset
+            self.host[thread] = real + (self.host[main] - self.mark[main] if main in self.host else 0)
             self.mark[thread], self.mark_delay[thread] = real, delay
         if real > self.mark[thread]:
             gap = self._gap(thread, real, delay)
@@ -164,10 +166,10 @@ class ModelGPU:
                 self.breaks[thread].append((real, self.host[thread] + gap, _START))
             self.host[thread] += gap
             self.mark[thread], self.mark_delay[thread] = real, delay
-        if self.floor.get(thread, 0.0) > self.host[thread]:
-            # a host span that closed before this call, placed where its thread's clock
-            # then stood: the call comes after it
-            self.host[thread] = self.floor.pop(thread)
+        # the call comes after a host span that closed before it, placed where its
+        # thread's clock then stood, and after any time now() gave the thread
+        self.host[thread] = max(self.host[thread], self.floor.pop(thread, 0.0),
+                                self.read.get(thread, 0.0))
         return self.host[thread]
 
     def now(self, thread: str | None = None) -> float:
@@ -179,18 +181,18 @@ class ModelGPU:
             mine = thread == threading.current_thread().name
             real = _ops.call_started_at() if mine else time.perf_counter()
             # (another thread's wait for a CPU cannot be read from here: none taken off)
-            delay = _ops.call_started_delay() if mine else None
-            uid = _ops.current_host_function() if mine else None
-            m = self.by_uid.get(uid) if uid is not None else None
+            delay = _ops.call_started_delay() if mine else self.mark_delay.get(thread, 0.0)
+            m = self.by_uid.get(_ops.current_host_function()) if mine else None
             if m is not None:  # a host function's body: its own clock starts where the
                 self._end(m)  # model's stream reached it
                 waited = max(0.0, delay - _ops.host_function_began_delay())
-                return m.start + max(0.0, real - _ops.host_function_began() - waited)
-            if thread not in self.host:
-                return real
-            if delay is None:
-                return self.host[thread] + max(0.0, real - self.mark[thread])
-            return self.host[thread] + self._gap(thread, real, delay)
+                key, t = m.uid, m.start + max(0.0, real - _ops.host_function_began() - waited)
+            elif thread in self.host:
+                key, t = thread, self.host[thread] + self._gap(thread, real, delay)
+            else:
+                key, t = thread, real
+            t = self.read[key] = max(t, self.read.get(key, t))
+            return t
 
     def call_ended(self, thread: str, real: float, delay: float = 0.0) -> None:
         """A wrapped call returned at ``real`` (the thread's wait for a CPU then:
