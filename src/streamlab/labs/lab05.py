@@ -19,11 +19,9 @@ from numba import cuda
 import streamlab
 
 from .. import check, hostfn
-from ..ops import internal, record_ops
-from ..order import analyze
+from ..ops import internal
 from ..runner import Check, Inputs, run
 from ..watched import watch
-from . import no_races, part
 
 __all__ = ["warm_up", "CHUNK", "BUSY_NS", "fresh_device_chunks", "check_part1", "check_part2"]
 
@@ -51,10 +49,14 @@ FREE_SHARE = 0.5
 CALIBRATE_S = streamlab.pick(gpu=0.02, sim=0.005)  # how long the other task runs alone
 
 
+def _host_chunks(count, seed):
+    rng = np.random.default_rng(seed)
+    return [rng.random(CHUNK, dtype=np.float32) for _ in range(count)]
+
+
 def fresh_device_chunks(count, seed=None):
     """``count`` random device chunks (landed) and the checksum of each."""
-    rng = np.random.default_rng(seed)
-    host = [rng.random(CHUNK, dtype=np.float32) for _ in range(count)]
+    host = _host_chunks(count, seed)
     s = cuda.stream()
     chunks = [cuda.to_device(h, stream=s) for h in host]
     s.synchronize()
@@ -190,91 +192,119 @@ async def _turn_alone(seconds: float) -> float:
     return (now - start) / max(turns, 1)
 
 
-def check_part2(checksum_when_done, *, seed=None, limit_s=30):
-    """A coroutine that awaits the stream's work without blocking the loop."""
-    with part(2, checksum_when_done), _quiet_window():
-        (d_chunk,), (expected,) = fresh_device_chunks(1, seed)
-        h_out = watch(cuda.pinned_array(CHUNK, np.float32), "h_out")
+def _part2_inputs(*, seed, limit_s):
+    (d_chunk,), _ = fresh_device_chunks(1, seed)
+    h_out = watch(cuda.pinned_array(CHUNK, np.float32), "h_out")
+    with internal():
+        np.copyto(h_out, 0)
+    s = cuda.stream()
+    seen = {}  # the other task's turns, and how long one takes with the loop to itself
+
+    async def main(checksum_when_done):
+        seen["turn_s"] = await _turn_alone(CALIBRATE_S)
         with internal():
-            np.copyto(h_out, 0)
-        s = cuda.stream()
+            streamlab.spin[1, 1, s](AWAIT_NS)
+            d_chunk.copy_to_host(h_out, stream=s)
+        # when the answer began, then each turn the other task took (from Python 3.12,
+        # wait_for runs the answer in this task until its first await, before the other
+        # task's first turn)
+        turns = seen["turns"] = [_clock()]
 
-        async def main():
-            turn_s = await _turn_alone(CALIBRATE_S)
-            with record_ops() as ops:
-                with internal():
-                    streamlab.spin[1, 1, s](AWAIT_NS)
-                    d_chunk.copy_to_host(h_out, stream=s)
-                # when the answer began, then each turn the other task took (from
-                # Python 3.12, wait_for runs the answer in this task until its first
-                # await, before the other task's first turn)
-                turns = [_clock()]
+        async def ticker():
+            while True:
+                turns.append(_clock())
+                await asyncio.sleep(0.001)
 
-                async def ticker():
-                    while True:
-                        turns.append(_clock())
-                        await asyncio.sleep(0.001)
+        t = asyncio.ensure_future(ticker())
+        value = await asyncio.wait_for(checksum_when_done(s, h_out), limit_s)
+        turns.append(_clock())  # the answer's return ends the last pause
+        t.cancel()
+        return value
 
-                t = asyncio.ensure_future(ticker())
-                value = await asyncio.wait_for(checksum_when_done(s, h_out), limit_s)
-                turns.append(_clock())  # the answer's return ends the last pause
-                t.cancel()
-            return value, turns, ops, turn_s
-
+    def call(checksum_when_done):
         # In a thread with its own event loop: a coroutine that never awaits would
-        # otherwise block the notebook itself; here it only fails the check.
+        # otherwise block the notebook itself; here it only fails the check. (The
+        # thread's start and join are the check's own, not hand-overs of the answer's.)
         outcome = {}
 
         def runner():
+            loop = asyncio.Runner()
             try:
-                outcome["value"] = asyncio.run(main())
+                outcome["value"] = loop.run(main(checksum_when_done))
             except BaseException as exc:  # noqa: BLE001  (reported below)
                 outcome["error"] = exc
+            finally:  # the loop's own end (it joins its executor's threads: not the answer's)
+                with internal():
+                    loop.close()
 
-        thread = threading.Thread(target=runner, daemon=True, name="lab05-check")
-        thread.start()
-        thread.join(limit_s)
+        with internal():
+            thread = threading.Thread(target=runner, daemon=True, name="lab05-check")
+            thread.start()
+            thread.join(limit_s)
         if thread.is_alive():
             check.fail(f"checksum_when_done had not returned after {limit_s} s: it must "
                        f"await a future that a host function in the stream resolves with "
                        f"loop.call_soon_threadsafe (which wakes the loop), then return")
+        if isinstance(outcome.get("error"), asyncio.TimeoutError):
+            check.fail(f"checksum_when_done did not finish within {limit_s} s")
         if "error" in outcome:
-            if isinstance(outcome["error"], asyncio.TimeoutError):
-                check.fail(f"checksum_when_done did not finish within {limit_s} s")
             raise outcome["error"]
-        value, turns, ops, turn_s = outcome["value"]
-        if ops.syncs():
-            check.fail("the coroutine waited with a synchronize() (itself, or a thread it "
-                       "started): await a future that a host function in the stream "
-                       "resolves instead")
-        order = analyze(ops)
-        if not [op for op in ops.user() if op.kind == "host"]:
-            check.fail("the coroutine never read h_out: return its checksum, "
-                       "float(h_out.sum(dtype=np.float64))")
-        no_races(ops, order)  # reading h_out before awaiting the stream's work
-        check.equal(value, expected, "the checksum returned")
-        if streamlab.on_simulator():
-            print("the other task's turns are not checked on the simulator")
-            return
-        awaited_ms = AWAIT_NS / 1e6
-        pause_ms = max(b - a for a, b in zip(turns, turns[1:])) * 1e3
-        allowed_ms = LONGEST_PAUSE * awaited_ms
-        took = len(turns) - 2  # the other task's turns (without the start and the end)
-        free = took * turn_s / (turns[-1] - turns[0])
-        if pause_ms > allowed_ms:
-            check.fail(f"the event loop gave no other task a turn for {pause_ms:.0f} ms "
-                       f"while your coroutine ran (it may pause for {allowed_ms:.0f} ms of "
-                       f"the {awaited_ms:.0f} ms of GPU work): something in it waited on "
-                       f"the host. Await a future that a host function in the stream "
-                       f"resolves, and nothing else")
-        if free < FREE_SHARE:
-            check.fail(f"the event loop was free for {free:.0%} of the time your coroutine "
-                       f"ran (the check needs {FREE_SHARE:.0%}): another task took {took} "
-                       f"turns where, with the loop to itself, it takes one every "
-                       f"{turn_s * 1e3:.1f} ms. Something in the coroutine waits on the "
-                       f"host, in slices. Await a future that a host function in the "
-                       f"stream resolves, and nothing else")
-        print(f"another task took {took} turns while the coroutine awaited "
-              f"{awaited_ms:.0f} ms of GPU work: the event loop was free for {free:.0%} "
-              f"of it (the check needs {FREE_SHARE:.0%}), and its longest pause was "
-              f"{pause_ms:.1f} ms (the check allows {allowed_ms:.0f})")
+        return outcome["value"]
+
+    return Inputs(call, {"stream": s}, returned=lambda value: ({"checksum": value}, {}),
+                  after=lambda *_: _loop_was_free(seen["turns"], seen["turn_s"]))
+
+
+def _part2_rules(run, order, *, seed, limit_s):
+    if run.ops.syncs():
+        check.fail("the coroutine waited with a synchronize() (itself, or a thread it "
+                   "started): await a future that a host function in the stream "
+                   "resolves instead")
+    if not [op for op in run.ops.user() if op.kind == "host"]:
+        check.fail("the coroutine never read h_out: return its checksum, "
+                   "float(h_out.sum(dtype=np.float64))")
+    # then no races: reading h_out before awaiting the stream's work
+
+
+def _part2_values(run, order, *, seed, limit_s):
+    check.equal(run.values["checksum"], float(_host_chunks(1, seed)[0].sum(dtype=np.float64)),
+                "the checksum returned")
+
+
+PART2 = Check(2, None, _part2_inputs, _part2_rules, values=_part2_values, seeded=True)
+
+
+def check_part2(checksum_when_done, *, seed=None, limit_s=30):
+    """A coroutine that awaits the stream's work without blocking the loop."""
+    with _quiet_window():
+        run(PART2, checksum_when_done, seed=seed, limit_s=limit_s)
+
+
+def _loop_was_free(turns, turn_s) -> None:
+    """The other task's turns while the answer awaited (on a GPU: the simulator's GPU
+    work is a model's, its loop's pauses are not the answer's)."""
+    if streamlab.on_simulator():
+        print("the other task's turns are not checked on the simulator")
+        return
+    awaited_ms = AWAIT_NS / 1e6
+    pause_ms = max(b - a for a, b in zip(turns, turns[1:])) * 1e3
+    allowed_ms = LONGEST_PAUSE * awaited_ms
+    took = len(turns) - 2  # the other task's turns (without the start and the end)
+    free = took * turn_s / (turns[-1] - turns[0])
+    if pause_ms > allowed_ms:
+        check.fail(f"the event loop gave no other task a turn for {pause_ms:.0f} ms "
+                   f"while your coroutine ran (it may pause for {allowed_ms:.0f} ms of "
+                   f"the {awaited_ms:.0f} ms of GPU work): something in it waited on "
+                   f"the host. Await a future that a host function in the stream "
+                   f"resolves, and nothing else")
+    if free < FREE_SHARE:
+        check.fail(f"the event loop was free for {free:.0%} of the time your coroutine "
+                   f"ran (the check needs {FREE_SHARE:.0%}): another task took {took} "
+                   f"turns where, with the loop to itself, it takes one every "
+                   f"{turn_s * 1e3:.1f} ms. Something in the coroutine waits on the "
+                   f"host, in slices. Await a future that a host function in the "
+                   f"stream resolves, and nothing else")
+    print(f"another task took {took} turns while the coroutine awaited "
+          f"{awaited_ms:.0f} ms of GPU work: the event loop was free for {free:.0%} "
+          f"of it (the check needs {FREE_SHARE:.0%}), and its longest pause was "
+          f"{pause_ms:.1f} ms (the check allows {allowed_ms:.0f})")
