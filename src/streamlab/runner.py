@@ -40,6 +40,12 @@ from .order import analyze
 from .transcript import Run, copied, pick_seed, send
 
 
+#: what the runner's wait for the device says where the learner's code left a capture open
+_LEFT_OPEN = ("your code left a graph capture open (begin_building() with no end_building()), "
+              "so the GPU refuses every synchronize ({error}). End every capture you begin, "
+              "then restart the kernel (Kernel > Restart) to clear this one")
+
+
 @dataclass
 class Inputs:
     """What a check's ``arrange`` makes for one run.
@@ -146,7 +152,7 @@ def once(check: Check, functions: tuple, kwargs: dict):
         value = _as_returned(inputs.call(*functions))
     values, events = inputs.returned(value) if inputs.returned is not None else ({}, {})
     if inputs.outputs:  # outputs are read once the device is done
-        _settle()
+        synchronized(_LEFT_OPEN)
     collected = Run(ops, inputs.streams,
                     {name: _fetched(array) for name, array in inputs.outputs.items()},
                     values, events)
@@ -166,14 +172,6 @@ def _as_returned(value):
     if isinstance(value, list):
         return list(value)
     return tuple(value) if isinstance(value, tuple) else value
-
-
-def _settle() -> None:
-    """Wait for the device, where the learner's code may have left a capture open."""
-    synchronized("your code left a graph capture open (begin_building() with no "
-                 "end_building()), so the GPU refuses every synchronize ({error}). End every "
-                 "capture you begin, then restart the kernel (Kernel > Restart) to clear "
-                 "this one")
 
 
 def synchronized(open_capture: str) -> None:

@@ -27,13 +27,22 @@ from numba import cuda
 import streamlab
 
 from ..check import events_read, once_in, part  # noqa: F401  (two rules the checks use)
+from ..runner import Check
 
-__all__ = ["exercise", "THREADS", "N", "BUSY_NS", "blocks_for", "add_one", "fill", "fresh",
-           "events_read", "once_in"]
+__all__ = ["exercise", "exercise_check", "THREADS", "N", "BUSY_NS", "blocks_for", "add_one",
+           "fill", "fresh", "events_read", "once_in"]
 
 exercise = functools.partial(part, what="Exercise")
 exercise.__doc__ = """Run an exercise's check: ``Exercise N: passed``, ``Exercise N: not done
 yet`` while the function raises NotImplementedError, or CheckFailed naming what is wrong."""
+
+
+
+def exercise_check(number: int, arrange, rules, **options) -> Check:
+    """An exercise as the runner's :class:`~streamlab.runner.Check` (``Exercise N``),
+    judged in the learner's process only: the lessons' exercises are not graded."""
+    return Check(number, None, arrange, rules, what="Exercise", **options)
+
 
 THREADS = streamlab.pick(gpu=256, sim=64)
 # On the simulator, more than a block's worth, so that one block cannot cover it by luck.

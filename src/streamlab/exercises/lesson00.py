@@ -7,10 +7,11 @@ from numba import cuda
 import streamlab
 
 from .. import check
-from ..check import no_races
 from ..ops import internal, record_ops
 from ..order import analyze
-from . import BUSY_NS, THREADS, add_one, blocks_for, events_read, exercise, fresh, once_in
+from ..runner import Inputs, run
+from . import (BUSY_NS, THREADS, add_one, blocks_for, events_read, exercise, exercise_check,
+               fresh, once_in)
 
 __all__ = ["add_one", "blocks_for", "THREADS", "SPIN_NS", "check_exercise1", "check_exercise2"]
 
@@ -21,21 +22,26 @@ SPIN_NS = streamlab.ms_to_ns(SPIN_MS)  # what exercise 1 times: streamlab.spin f
 HOLD_NS = streamlab.ms_to_ns(streamlab.pick(gpu=50, sim=5))
 
 
+def _launch_inputs(*, seed):
+    h, d_x = fresh(seed)
+    s = cuda.stream()
+    return Inputs(lambda launch_on: launch_on(s, d_x), {"stream": s}, {"d_x": d_x},
+                  busy=((s, BUSY_NS),),  # the stream is busy: a wait would show
+                  expected={"d_x": (h + 1, "d_x after launch_on")})
+
+
+def _launch_rules(run, order, *, seed):
+    check.one_launch_per_stream(run.ops, "add_one", [run.stream("stream")])
+    check.no_host_sync(run.ops, "launch_on")
+
+
+EXERCISE2 = exercise_check(2, _launch_inputs, _launch_rules)
+
+
 def check_exercise2(launch_on, *, seed=None):
     """``launch_on(stream, d_x)`` launches add_one over d_x in ``stream`` and returns
     without waiting for it."""
-    with exercise(2, launch_on):
-        h, d_x = fresh(seed)
-        s = cuda.stream()
-        with record_ops() as ops:
-            with internal():
-                streamlab.spin[1, 1, s](BUSY_NS)  # the stream is busy: a wait would show
-            launch_on(s, d_x)
-        check.one_launch_per_stream(ops, "add_one", [s])
-        check.no_host_sync(ops, "launch_on")
-        no_races(ops)
-        s.synchronize()
-        check.equal(d_x.copy_to_host(), h + 1, "d_x after launch_on")
+    run(EXERCISE2, launch_on, seed=seed)
 
 
 def check_exercise1(time_on):

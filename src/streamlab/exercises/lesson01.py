@@ -10,11 +10,12 @@ from numba import cuda
 import streamlab
 
 from .. import check
-from ..check import no_races, none_ordered
-from ..streams import StreamRef
+from ..check import none_ordered
 from ..ops import record_ops
 from ..order import analyze
-from . import THREADS, add_one, blocks_for, exercise, fresh
+from ..runner import Inputs, run
+from ..streams import StreamRef
+from . import THREADS, add_one, blocks_for, exercise, exercise_check, fresh
 
 __all__ = ["add_one", "blocks_for", "THREADS", "dummy", "check_exercise1", "check_exercise2"]
 
@@ -55,11 +56,10 @@ def check_exercise2(make_streams, *, count=8):
                                         f"{count} kernels with dummies on the legacy stream")
 
 
-def check_exercise1(launch_from_thread, *, count=8, seed=None):
-    """``launch_from_thread(d_x)``, called in ``count`` host threads at once, launches
-    add_one over d_x on its thread's own default stream; no launch waits for another."""
-    with exercise(1, launch_from_thread):
-        inputs = [fresh(None if seed is None else seed + i) for i in range(count)]
+def _threads_inputs(*, count, seed):
+    inputs = [fresh(None if seed is None else seed + i) for i in range(count)]
+
+    def call(launch_from_thread):
         errors = []
 
         def worker(d_x):
@@ -68,29 +68,40 @@ def check_exercise1(launch_from_thread, *, count=8, seed=None):
             except BaseException as exc:  # noqa: BLE001 (raised below, in the check)
                 errors.append(exc)
 
-        with record_ops() as ops:
-            threads = [threading.Thread(target=worker, args=(d,), name=f"worker {i}")
-                       for i, (_, d) in enumerate(inputs)]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
+        threads = [threading.Thread(target=worker, args=(d,), name=f"worker {i}")
+                   for i, (_, d) in enumerate(inputs)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
         if errors:
             raise errors[0]
-        launches = ops.launches("add_one")
-        if len(launches) != count:
-            check.fail(f"{len(launches)} add_one launches from {count} threads: launch once "
-                       f"in each")
-        legacy = [op for op in launches if op.stream.is_legacy_default]
-        if legacy:
-            check.fail(f"{len(legacy)} launch(es) went to the legacy default stream, which "
-                       f"all threads share: launch on cuda.per_thread_default_stream()")
-        other = [op for op in launches if not op.stream.is_per_thread_default]
-        if other:
-            check.fail(f"{other[0].describe()}: launch on the thread's own default stream, "
-                       f"cuda.per_thread_default_stream(), not a stream made for it")
-        none_ordered(analyze(ops), launches, "thread")
-        no_races(ops)
-        cuda.synchronize()
-        for i, (h, d) in enumerate(inputs):
-            check.equal(d.copy_to_host(), h + 1, f"thread {i}'s array")
+
+    return Inputs(call, outputs={f"thread {i}": d for i, (_, d) in enumerate(inputs)},
+                  expected={f"thread {i}": (h + 1, f"thread {i}'s array")
+                            for i, (h, _) in enumerate(inputs)})
+
+
+def _threads_rules(run, order, *, count, seed):
+    launches = run.ops.launches("add_one")
+    if len(launches) != count:
+        check.fail(f"{len(launches)} add_one launches from {count} threads: launch once "
+                   f"in each")
+    legacy = [op for op in launches if op.stream.is_legacy_default]
+    if legacy:
+        check.fail(f"{len(legacy)} launch(es) went to the legacy default stream, which "
+                   f"all threads share: launch on cuda.per_thread_default_stream()")
+    other = [op for op in launches if not op.stream.is_per_thread_default]
+    if other:
+        check.fail(f"{other[0].describe()}: launch on the thread's own default stream, "
+                   f"cuda.per_thread_default_stream(), not a stream made for it")
+    none_ordered(order, launches, "thread")
+
+
+EXERCISE1 = exercise_check(1, _threads_inputs, _threads_rules)
+
+
+def check_exercise1(launch_from_thread, *, count=8, seed=None):
+    """``launch_from_thread(d_x)``, called in ``count`` host threads at once, launches
+    add_one over d_x on its thread's own default stream; no launch waits for another."""
+    run(EXERCISE1, launch_from_thread, count=count, seed=seed)

@@ -9,10 +9,9 @@ from numba import cuda
 import streamlab
 
 from .. import check
-from ..check import no_races
-from ..ops import internal, record_ops
-from ..order import analyze
-from . import BUSY_NS, N, THREADS, blocks_for, exercise
+from ..ops import internal
+from ..runner import Inputs, run
+from . import BUSY_NS, N, THREADS, blocks_for, exercise_check
 
 __all__ = ["check_exercise1", "check_exercise2"]
 
@@ -45,58 +44,79 @@ def _producers(m, buffer):
     return streams, events, part
 
 
+def _tenfold(buffer) -> dict:
+    return {"buffer": (np.full(buffer.size, 10, np.int32), "the buffer")}
+
+
+def _all_inputs(*, m):
+    buffer = cuda.to_device(np.zeros(m * (N // m), np.int32))
+    consumer_stream = cuda.stream()
+
+    def call(wait_for_all):
+        _, events, part = _producers(m, buffer)
+        wait_for_all(list(events), consumer_stream)
+        with internal():
+            consume[blocks_for(buffer.size), THREADS, consumer_stream](buffer, 0, buffer.size)
+
+    return Inputs(call, outputs={"buffer": buffer}, expected=_tenfold(buffer))
+
+
+def _all_rules(run, order, *, m):
+    ops = run.ops
+    check.no_host_sync(ops, "wait_for_all")
+    if ops.launches():
+        check.fail("wait_for_all only waits: the check launches the consumer itself")
+    consumer = [op for op in ops if op.kind == "launch" and op.name == "consume"][0]
+    for j, p in enumerate(op for op in ops if op.kind == "launch" and op.name == "produce"):
+        if not order.ordered(p, consumer):
+            check.fail(f"the consumer's stream never waits for producer {j}: wait on "
+                       f"every event, producer_events[{j}] too")
+
+
+EXERCISE1 = exercise_check(1, _all_inputs, _all_rules)
+
+
 def check_exercise1(wait_for_all, *, m=4):
     """``wait_for_all(producer_events, stream)`` makes ``stream`` wait for every producer
     event; the check then launches a consumer of the whole buffer in ``stream``."""
-    with exercise(1, wait_for_all):
-        buffer = cuda.to_device(np.zeros(m * (N // m), np.int32))
-        consumer_stream = cuda.stream()
-        with record_ops() as ops:
-            _, events, part = _producers(m, buffer)
-            wait_for_all(list(events), consumer_stream)
-            with internal():
-                consume[blocks_for(buffer.size), THREADS, consumer_stream](buffer, 0,
-                                                                          buffer.size)
-        check.no_host_sync(ops, "wait_for_all")
-        if ops.launches():
-            check.fail("wait_for_all only waits: the check launches the consumer itself")
-        order = analyze(ops)
-        consumer = [op for op in ops if op.kind == "launch" and op.name == "consume"][0]
-        for j, p in enumerate(op for op in ops if op.kind == "launch" and op.name == "produce"):
-            if not order.ordered(p, consumer):
-                check.fail(f"the consumer's stream never waits for producer {j}: wait on "
-                           f"every event, producer_events[{j}] too")
-        no_races(ops, order)
-        cuda.synchronize()
-        check.equal(buffer.copy_to_host(), np.full(buffer.size, 10, np.int32), "the buffer")
+    run(EXERCISE1, wait_for_all, m=m)
+
+
+def _own_inputs(*, n):
+    buffer = cuda.to_device(np.zeros(n * (N // n), np.int32))
+    c_streams = [cuda.stream() for _ in range(n)]
+
+    def call(wait_for_own):
+        _, events, part = _producers(n, buffer)
+        wait_for_own(list(events), list(c_streams))
+        with internal():
+            for i, s in enumerate(c_streams):
+                consume[blocks_for(part), THREADS, s](buffer, i * part, part)
+
+    return Inputs(call, outputs={"buffer": buffer}, expected=_tenfold(buffer))
+
+
+def _own_rules(run, order, *, n):
+    ops = run.ops
+    check.no_host_sync(ops, "wait_for_own")
+    if ops.launches():
+        check.fail("wait_for_own only waits: the check launches the consumers itself")
+    producers = [op for op in ops if op.kind == "launch" and op.name == "produce"]
+    consumers = [op for op in ops if op.kind == "launch" and op.name == "consume"]
+    for i, c in enumerate(consumers):
+        if not order.ordered(producers[i], c):
+            check.fail(f"consumer {i} is not ordered after producer {i}, whose part it "
+                       f"reads: producer_events[{i}].wait(consumer_streams[{i}])")
+    waits = ops.waits()
+    if len(waits) > n:
+        check.fail(f"{len(waits)} waits for {n} consumers: consumer i reads only "
+                   f"producer i's part, so one wait each is enough")
+
+
+EXERCISE2 = exercise_check(2, _own_inputs, _own_rules)
 
 
 def check_exercise2(wait_for_own, *, n=4):
     """``wait_for_own(producer_events, consumer_streams)``: consumer i reads only the part
     producer i wrote, so its stream waits for that one event: n waits, not n x n."""
-    with exercise(2, wait_for_own):
-        buffer = cuda.to_device(np.zeros(n * (N // n), np.int32))
-        c_streams = [cuda.stream() for _ in range(n)]
-        with record_ops() as ops:
-            _, events, part = _producers(n, buffer)
-            wait_for_own(list(events), list(c_streams))
-            with internal():
-                for i, s in enumerate(c_streams):
-                    consume[blocks_for(part), THREADS, s](buffer, i * part, part)
-        check.no_host_sync(ops, "wait_for_own")
-        if ops.launches():
-            check.fail("wait_for_own only waits: the check launches the consumers itself")
-        order = analyze(ops)
-        producers = [op for op in ops if op.kind == "launch" and op.name == "produce"]
-        consumers = [op for op in ops if op.kind == "launch" and op.name == "consume"]
-        for i, c in enumerate(consumers):
-            if not order.ordered(producers[i], c):
-                check.fail(f"consumer {i} is not ordered after producer {i}, whose part it "
-                           f"reads: producer_events[{i}].wait(consumer_streams[{i}])")
-        waits = ops.waits()
-        if len(waits) > n:
-            check.fail(f"{len(waits)} waits for {n} consumers: consumer i reads only "
-                       f"producer i's part, so one wait each is enough")
-        no_races(ops, order)
-        cuda.synchronize()
-        check.equal(buffer.copy_to_host(), np.full(buffer.size, 10, np.int32), "the buffer")
+    run(EXERCISE2, wait_for_own, n=n)

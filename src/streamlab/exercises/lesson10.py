@@ -9,12 +9,10 @@ from numba import cuda
 import streamlab
 
 from .. import check
-from ..check import no_races
-from ..streams import StreamRef
-from ..ops import internal, record_ops
-from ..order import analyze
+from ..ops import internal
+from ..runner import Inputs, run
 from ..watched import watch
-from . import BUSY_NS, N, THREADS, blocks_for, exercise
+from . import BUSY_NS, N, THREADS, blocks_for, exercise, exercise_check
 
 __all__ = ["transform", "blocks_for", "THREADS", "check_exercise1", "check_exercise2"]
 
@@ -83,6 +81,87 @@ def _slot(i: int) -> dict:
     return slot
 
 
+def _chunks(chunks, seed):
+    rng = np.random.default_rng(seed)
+    return [rng.random(N, dtype=np.float32) for _ in range(chunks)]
+
+
+def _sums(chunks, seed):
+    return [float((2 * x + 1).sum(dtype=np.float64)) for x in _chunks(chunks, seed)]
+
+
+def _step_inputs(*, chunks, seed):
+    data = _chunks(chunks, seed)
+    slots, streams = [_slot(0), _slot(1)], [cuda.stream(), cuda.stream()]
+    with internal():
+        transform[1, 1](slots[0]["d_in"][:1], slots[0]["d_out"][:1])  # compiled
+        cuda.synchronize()
+
+    def call(next_chunk):
+        got = []
+        with internal():
+            for slot, s in zip(slots, streams):
+                slot["done"].record(s)
+        for i, x in enumerate(data):
+            slot, s = slots[i % 2], streams[i % 2]
+            with internal():  # the stream is still busy: a missing wait would show
+                streamlab.spin[1, 1, s](BUSY_NS)
+            got.append(next_chunk(slot, x, s))
+        with internal():  # the caller drains: the last chunk of each slot
+            for slot in slots:
+                slot["done"].synchronize()
+                got.append(float(slot["h_out"].sum(dtype=np.float64)))
+        return got
+
+    return Inputs(call, {"stream 0": streams[0], "stream 1": streams[1]},
+                  returned=lambda got: ({"got": got}, {}))
+
+
+def _step_rules(run, order, *, chunks, seed):
+    ops = run.ops
+    check.pinned_copies_only(ops, "next_chunk")
+    whole = [op for op in ops.syncs() if op.name == "device"]
+    if whole:
+        check.fail(f"{whole[0].describe()} waits for every stream, the other slot's work "
+                   f"too, so the slots stop overlapping: wait for the slot's own event, "
+                   f"slot['done'].synchronize()")
+    key = {run.key("stream 0"), run.key("stream 1")}
+    for kind in ("h2d", "d2h"):
+        if len([op for op in ops.copies(kind) if op.stream.key() in key]) != chunks:
+            check.fail("each call issues one copy in (slot['d_in'].copy_to_device("
+                       "slot['h_in'], stream=stream)) and one copy out (slot['d_out']"
+                       ".copy_to_host(slot['h_out'], stream=stream)), in its stream")
+    if len(ops.launches("transform")) != chunks:
+        check.fail("each call launches transform once, in its stream: "
+                   "transform[blocks_for(x.size), THREADS, stream](slot['d_in'], "
+                   "slot['d_out'])")
+
+
+def _step_sums(run, order, *, chunks, seed):
+    got, sums = run.values["got"], _sums(chunks, seed)
+    want = [0.0, 0.0] + sums
+    for i, (g, w) in enumerate(zip(got[:chunks], want)):
+        if not isinstance(g, (float, int, np.floating)) or isinstance(g, bool):
+            check.fail(f"call {i + 1} returned {type(g).__name__} {g!r}: return the "
+                       f"slot's last checksum, float(slot['h_out'].sum(dtype=np.float64))")
+        if abs(g - w) > 1e-4 * max(1.0, abs(w)):
+            if abs(g - sums[i]) <= 1e-4 * abs(sums[i]):
+                check.fail(f"call {i + 1} returned the checksum of the chunk it was "
+                           f"given, computed on the host: return the slot's last "
+                           f"chunk's, read from slot['h_out'] once its event has "
+                           f"happened")
+            check.fail(f"call {i + 1} returned {g!r}; the slot's last chunk sums to {w!r}"
+                       + (" (the slot starts with a chunk of zeros)" if i < 2 else ""))
+    for i, (g, w) in enumerate(zip(got[chunks:], sums[-2:])):
+        if abs(g - w) > 1e-4 * abs(w):
+            check.fail(f"after the last calls, slot {i}'s h_out sums to {g!r}, not {w!r}: "
+                       f"did the last chunk's copy out and event go to its stream?")
+    print(f"{chunks} chunks through two slots, every checksum right")
+
+
+EXERCISE2 = exercise_check(2, _step_inputs, _step_rules, values=_step_sums, seeded=True)
+
+
 def check_exercise2(next_chunk, *, chunks=6, seed=None):
     """``next_chunk(slot, x, stream)``: the slot (a dict of pinned h_in and h_out, device
     d_in and d_out, and an event done) holds a chunk issued earlier in ``stream``, whose
@@ -90,62 +169,4 @@ def check_exercise2(next_chunk, *, chunks=6, seed=None):
     slot["h_out"] (its sum, in float64), then put x into slot["h_in"], issue the copy in,
     transform (d_in into d_out) and the copy out in ``stream``, record done after them,
     and return the checksum. The check runs chunks through two slots, one stream each."""
-    with exercise(2, next_chunk):
-        rng = np.random.default_rng(seed)
-        data = [rng.random(N, dtype=np.float32) for _ in range(chunks)]
-        sums = [float((2 * x + 1).sum(dtype=np.float64)) for x in data]
-        slots, streams = [_slot(0), _slot(1)], [cuda.stream(), cuda.stream()]
-        with internal():
-            transform[1, 1](slots[0]["d_in"][:1], slots[0]["d_out"][:1])  # compiled
-            cuda.synchronize()
-        got = []
-        with record_ops() as ops:
-            with internal():
-                for slot, s in zip(slots, streams):
-                    slot["done"].record(s)
-            for i, x in enumerate(data):
-                slot, s = slots[i % 2], streams[i % 2]
-                with internal():  # the stream is still busy: a missing wait would show
-                    streamlab.spin[1, 1, s](BUSY_NS)
-                got.append(next_chunk(slot, x, s))
-            with internal():  # the caller drains: the last chunk of each slot
-                for slot in slots:
-                    slot["done"].synchronize()
-                    got.append(float(slot["h_out"].sum(dtype=np.float64)))
-        check.pinned_copies_only(ops, "next_chunk")
-        whole = [op for op in ops.syncs() if op.name == "device"]
-        if whole:
-            check.fail(f"{whole[0].describe()} waits for every stream, the other slot's work "
-                       f"too, so the slots stop overlapping: wait for the slot's own event, "
-                       f"slot['done'].synchronize()")
-        key = {StreamRef.of(s).key() for s in streams}
-        for kind in ("h2d", "d2h"):
-            if len([op for op in ops.copies(kind) if op.stream.key() in key]) != chunks:
-                check.fail("each call issues one copy in (slot['d_in'].copy_to_device("
-                           "slot['h_in'], stream=stream)) and one copy out (slot['d_out']"
-                           ".copy_to_host(slot['h_out'], stream=stream)), in its stream")
-        if len(ops.launches("transform")) != chunks:
-            check.fail("each call launches transform once, in its stream: "
-                       "transform[blocks_for(x.size), THREADS, stream](slot['d_in'], "
-                       "slot['d_out'])")
-        order = analyze(ops)
-        no_races(ops, order)
-        want = [0.0, 0.0] + sums
-        returned = got[:chunks]
-        for i, (g, w) in enumerate(zip(returned, want)):
-            if not isinstance(g, (float, int, np.floating)) or isinstance(g, bool):
-                check.fail(f"call {i + 1} returned {type(g).__name__} {g!r}: return the "
-                           f"slot's last checksum, float(slot['h_out'].sum(dtype=np.float64))")
-            if abs(g - w) > 1e-4 * max(1.0, abs(w)):
-                if abs(g - sums[i]) <= 1e-4 * abs(sums[i]):
-                    check.fail(f"call {i + 1} returned the checksum of the chunk it was "
-                               f"given, computed on the host: return the slot's last "
-                               f"chunk's, read from slot['h_out'] once its event has "
-                               f"happened")
-                check.fail(f"call {i + 1} returned {g!r}; the slot's last chunk sums to {w!r}"
-                           + (" (the slot starts with a chunk of zeros)" if i < 2 else ""))
-        for i, (g, w) in enumerate(zip(got[chunks:], sums[-2:])):
-            if abs(g - w) > 1e-4 * abs(w):
-                check.fail(f"after the last calls, slot {i}'s h_out sums to {g!r}, not {w!r}: "
-                           f"did the last chunk's copy out and event go to its stream?")
-        print(f"{chunks} chunks through two slots, every checksum right")
+    run(EXERCISE2, next_chunk, chunks=chunks, seed=seed)
