@@ -154,6 +154,56 @@ def test_nan_equals_nan_in_a_check():
         check.equal([math.nan, 1.0], [1.0, 1.0], "values")
 
 
+class _SaysEqual:
+    def __eq__(self, other):
+        return True
+
+
+class _FloatSaysEqual(float):
+    def __eq__(self, other):
+        return True
+
+
+class _NumpySaysEqual(np.float64):
+    def __eq__(self, other):
+        return True
+
+
+def _object_array(n):
+    out = np.empty(n, dtype=object)
+    out[:] = [_SaysEqual() for _ in range(n)]
+    return out
+
+
+@pytest.mark.parametrize("got, says", [
+    (_SaysEqual(), "_SaysEqual"),
+    ([_SaysEqual(), 1.0], "a list holding"),
+    (_FloatSaysEqual(2.0), "_FloatSaysEqual"),
+    (_NumpySaysEqual(2.0), "_NumpySaysEqual"),
+    (_object_array(2), "an array of object"),
+    ("2", "str"),
+    (None, "NoneType"),
+    ([[1.0, 2.0], [3.0]], "lists of different lengths"),
+], ids=["object", "list of objects", "float subclass", "numpy scalar subclass",
+        "object array", "string", "None", "ragged lists"])
+def test_a_check_compares_numbers_only(got, says):
+    """Issue 56: an object that says it equals anything passed a check that compared
+    object arrays with == (lab 04 part 2, tests/runner_answers/l04p2_anyeq.py). Only plain
+    numbers are compared; anything else fails, saying what it got, and its __eq__ never
+    runs."""
+    want = [2.0, 2.0] if isinstance(got, (list, np.ndarray)) else 2.0
+    with pytest.raises(check.CheckFailed, match=says):
+        check.equal(got, want, "the result")
+
+
+@pytest.mark.parametrize("got, want", [
+    (2, 2.0), (True, 1), (np.float32(2.5), 2.5), ((1, np.int64(2)), [1, 2]),
+    (np.arange(3, dtype=np.uint8), [0, 1, 2]), ([1 + 2j], [1 + 2j]),
+])
+def test_plain_numbers_of_any_numeric_type_are_compared(got, want):
+    check.equal(got, want, "the result")
+
+
 def test_checks_take_what_they_can_judge():
     s = cuda.stream()
     with streamlab.record_ops() as ops:

@@ -170,20 +170,52 @@ def equal(got, expected, label: str, rtol: float = 1e-5, atol: float = 0.0) -> N
     """``got`` equals ``expected`` (arrays: element by element, floats within ``rtol``,
     or within ``atol`` of it: for results near zero, where the GPU's and numpy's last bits
     of a ``sin`` differ by more than ``rtol`` of a tiny value; NaN equals NaN). ``label``
-    names the result in the message."""
-    got, expected = np.asarray(got), np.asarray(expected)
+    names the result in the message. Only numbers are compared: anything else ``got``
+    holds (an object that says it equals anything, a subclass of int or of a numpy
+    scalar, a string) fails, and none of its methods runs."""
+    if not _numeric(expected):
+        raise TypeError(f"check.equal compares numbers; the check's expected {label} is "
+                        f"{type(expected).__name__}")
+    if not _numeric(got):
+        fail(f"{label}: expected numbers, got {_what(got)}: give plain numbers (Python's "
+             f"int or float, or a numpy array of numbers)")
+    expected = np.asarray(expected)
+    try:
+        got = np.asarray(got)
+    except ValueError:  # lists of different lengths
+        fail(f"{label}: expected shape {expected.shape}, got lists of different lengths")
     if got.shape != expected.shape:
         fail(f"{label}: expected shape {expected.shape}, got {got.shape}")
-    try:
-        close = np.isclose(got, expected, rtol=rtol, atol=atol, equal_nan=True) | \
-            (got == expected)
-    except TypeError:  # not numbers: compare as they are
-        close = np.asarray(got == expected)
+    close = np.isclose(got, expected, rtol=rtol, atol=atol, equal_nan=True) | (got == expected)
     if not close.all():
         i = int(np.flatnonzero(~close.ravel())[0])
         fail(f"{label}: {int((~close).sum())} of {close.size} values are wrong; the first at "
              f"index {i}: expected {expected.ravel()[i]!r}, got {got.ravel()[i]!r}. Did every "
              f"piece of work run, and finish, before the result was read?")
+
+
+def _numeric(value) -> bool:
+    """Is ``value`` plain numbers: numpy's arrays of numbers and its own number types,
+    Python's bool, int, float and complex (not a subclass, whose methods would run), or
+    lists and tuples of them?"""
+    if type(value) in (list, tuple):
+        return all(_numeric(v) for v in value)
+    if isinstance(value, np.ndarray):  # (a subclass is read as numpy's own array)
+        return np.asarray(value).dtype.kind in "biufc"
+    if isinstance(value, np.generic):
+        return type(value).__module__ == "numpy" and np.dtype(type(value)).kind in "biufc"
+    return type(value) in (bool, int, float, complex)
+
+
+def _what(value) -> str:
+    """What a value that is not plain numbers is, said without running its code."""
+    if type(value) in (list, tuple):
+        odd = next(v for v in value if not _numeric(v))
+        return f"a {type(value).__name__} holding {_what(odd)}"
+    if isinstance(value, np.ndarray):
+        return f"an array of {np.asarray(value).dtype}"
+    kind, where = type(value).__qualname__, type(value).__module__
+    return kind if where == "builtins" else f"{where}.{kind}"
 
 
 @contextlib.contextmanager
