@@ -161,6 +161,33 @@ def run_batches(graph, stream, slots, batches):
     stream.synchronize()
     return [[slot.h_out.copy() for slot in slots] for _ in batches]
 ''', "launched 1 time(s)"),
+    # issue 56: the shape check asked only the kernels to be side by side
+    "every copy out issued after the join": (1, '''
+def capture_pipeline(builder, slots):
+    parts = builder.split(len(slots))
+    for p, slot in zip(parts, slots):
+        slot.d_in.copy_to_device(slot.h_in, stream=p.stream)
+        transform[BLOCKS, THREADS, p](slot.d_out, slot.d_in)
+    joined = streamlab.join(*parts)
+    for slot in slots:
+        slot.d_out.copy_to_host(slot.h_out, stream=joined.stream)
+''', "the copies out at nodes"),
+    "every copy in issued before the split": (1, '''
+def capture_pipeline(builder, slots):
+    for slot in slots:
+        slot.d_in.copy_to_device(slot.h_in, stream=builder.stream)
+    parts = builder.split(len(slots))
+    for p, slot in zip(parts, slots):
+        transform[BLOCKS, THREADS, p](slot.d_out, slot.d_in)
+        slot.d_out.copy_to_host(slot.h_out, stream=p.stream)
+    streamlab.join(*parts)
+''', "the copies in at nodes"),
+    "every copy out in the origin, after the join": (2, RIGHT_PART2.replace(
+        "        slot.d_out.copy_to_host(slot.h_out, stream=s)\n", "").replace(
+        "    for end in ends:\n        end.wait(origin)\n",
+        "    for end in ends:\n        end.wait(origin)\n"
+        "    for slot in slots:\n        slot.d_out.copy_to_host(slot.h_out, stream=origin)\n"),
+        "the copies out at nodes"),
     "a copy out with no stream": (2, RIGHT_PART2.replace(
         "slot.d_out.copy_to_host(slot.h_out, stream=s)", "slot.d_out.copy_to_host(slot.h_out)"),
         "legacy default stream"),

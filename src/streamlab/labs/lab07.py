@@ -140,7 +140,7 @@ def explain_capture_error(exc, label: str):
 
 def pipeline_shape_ok(shape, k: int, label: str) -> None:
     """k kernels, each after its own copy in and before its own copy out, all k branches
-    side by side; nothing else."""
+    side by side (no two kernels, copies in or copies out chained); nothing else."""
     kernels = shape.of("kernel")
     ins, outs = shape.of("copy h2d"), shape.of("copy d2h")
     others = [n for n in shape.nodes if n.kind not in ("kernel", "copy h2d", "copy d2h",
@@ -168,14 +168,18 @@ def pipeline_shape_ok(shape, k: int, label: str) -> None:
             check.fail(f"{label}: no copy out follows the kernel at node {kern.index}: the "
                        f"copy may read d_out before it is written. The graph:\n"
                        f"{shape.describe()}")
-    serial = [(a, b) for i, a in enumerate(kernels) for b in kernels[i + 1:]
-              if not shape.concurrent(a.index, b.index)]
-    if serial:
-        a, b = serial[0]
-        check.fail(f"{label}: the kernels at nodes {a.index} and {b.index} run one after "
-                   f"the other: {len(serial)} pair(s) of branches are chained. Each slot's "
-                   f"work needs a branch of its own, side by side. The graph:\n"
-                   f"{shape.describe()}")
+    # every stage side by side, not the kernels alone: copies out issued after the join
+    # (or copies in before the split) run one after another, on one copy engine's queue
+    for what, nodes in (("kernels", kernels), ("copies in", ins), ("copies out", outs)):
+        serial = [(a, b) for i, a in enumerate(nodes) for b in nodes[i + 1:]
+                  if not shape.concurrent(a.index, b.index)]
+        if serial:
+            a, b = serial[0]
+            check.fail(f"{label}: the {what} at nodes {a.index} and {b.index} run one after "
+                       f"the other: {len(serial)} pair(s) of them are chained. Each slot's "
+                       f"work (its copy in, kernel and copy out) needs a branch of its own, "
+                       f"side by side, between the split and the join. The graph:\n"
+                       f"{shape.describe()}")
 
 
 def _captured_and_replayed(label, capture, builder, stream, slots, seed) -> None:
