@@ -61,6 +61,16 @@ _LAUNCH = "        driver.cuLaunchHostFunc(stream.handle, ctypes.cast(post, ctyp
 
 
 WRONG = {
+    # issue 56: it passed on the simulator, which does not time the loop; an answer that
+    # never awaits gives the other task no turn, on the simulator and on a GPU alike
+    "busy-polls event.query() and never awaits": ("checksum_when_done", '''
+async def checksum_when_done(stream, h_out):
+    landed = cuda.event()
+    landed.record(stream)
+    while not landed.query():
+        pass
+    return float(h_out.sum(dtype=np.float64))
+''', "check_part2", "never let the event loop run another task"),
     "the host waits, then post-processes": ("post_process_in_order", '''
 def post_process_in_order(d_chunks, h_outs, stream, results):
     for i, (d, h) in enumerate(zip(d_chunks, h_outs)):
