@@ -630,5 +630,52 @@ def work_while_waiting(event, do_work):
 """, "while kernel add_one"),
     },
 }
+# The same attack's cheats that passed before and after: a number whose arithmetic or
+# comparison is the learner's (a float subclass whose difference from anything is 0). A
+# figure returned must be a plain number.
+_FLOAT_SAYS_NO_DIFFERENCE = """
+class _F(float):
+    def __sub__(self, other): return 0.0
+    def __rsub__(self, other): return 0.0
+"""
+_FOUND_BY_THE_RUNNERS_ATTACK.update({
+    ("06", 1, "time_kernel"): {
+        "a typed-in figure whose difference from anything is 0 (a cheat)":
+            (_FLOAT_SAYS_NO_DIFFERENCE + """
+def time_kernel(stream):
+    start, end = cuda.event(), cuda.event()
+    streamlab.spin[1, 1, stream](HOLD_NS)
+    start.record(stream)
+    streamlab.spin[1, 1, stream](KERNEL_NS)
+    end.record(stream)
+    end.synchronize()
+    return _F(0.05)
+""", "the milliseconds between the events"),
+    },
+    ("10", 2, "next_chunk"): {
+        "a checksum whose difference from anything is 0, h_out never read (a cheat)":
+            (_FLOAT_SAYS_NO_DIFFERENCE + """
+def next_chunk(slot, x, stream):
+    slot["done"].synchronize()
+    slot["h_in"][:] = x
+    slot["d_in"].copy_to_device(slot["h_in"], stream=stream)
+    transform[blocks_for(x.size), THREADS, stream](slot["d_in"], slot["d_out"])
+    slot["d_out"].copy_to_host(slot["h_out"], stream=stream)
+    slot["done"].record(stream)
+    return _F(0.0)
+""", "not a number"),
+    },
+})
+_FOUND_BY_THE_RUNNERS_ATTACK[("05", 2, "work_while_waiting")][
+    "a count that says it equals anything (a cheat)"] = ("""
+class Any:
+    def __ne__(self, other): return False
+    def __eq__(self, other): return True
+
+def work_while_waiting(event, do_work):
+    while not event.query():
+        do_work()
+    return Any()
+""", "return the count")
 for _key, _cases in _FOUND_BY_THE_RUNNERS_ATTACK.items():
     WRONG[_key] = {**WRONG[_key], **_cases}

@@ -207,6 +207,14 @@ def _numeric(value) -> bool:
     return type(value) in (bool, int, float, complex)
 
 
+def plain_number(value) -> bool:
+    """Is ``value`` one real number of Python's (int, float) or numpy's own types, not a
+    bool and not a subclass (whose arithmetic and comparisons would be the learner's)?"""
+    if isinstance(value, np.generic):
+        return type(value).__module__ == "numpy" and np.dtype(type(value)).kind in "iuf"
+    return type(value) in (int, float)
+
+
 def _what(value) -> str:
     """What a value that is not plain numbers is, said without running its code."""
     if type(value) in (list, tuple):
@@ -573,9 +581,9 @@ def events_read(ms, start, end, what: str) -> float:
     """The figure a learner's function returned, held to what its own events read: the
     records ``start`` and ``end`` (Ops). A figure typed in, or timed on the host's clock,
     is not the events' (they read to half a microsecond; the figure must match to 0.1 us)."""
-    if not isinstance(ms, (float, int, np.floating)) or isinstance(ms, bool):
-        fail(f"{what} returned {type(ms).__name__} {ms!r}: return "
-                   f"start.elapsed_time(end), the milliseconds between the events")
+    if not plain_number(ms):
+        fail(f"{what} returned {_what(ms)}: return start.elapsed_time(end), the "
+             f"milliseconds between the events")
     measured = start.event.elapsed_time(end.event)
     if abs(ms - measured) > 1e-4 + 1e-6 * measured:
         fail(f"{what} returned {ms:.4f} ms, but its events read {measured:.4f} ms "
