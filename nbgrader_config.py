@@ -13,22 +13,25 @@ limit. nbgrader's own Execute is replaced by it below; the rest of nbgrader's au
 pipeline is its default.
 """
 
+import os
+
 from nbconvert.preprocessors import ClearMetadataPreprocessor, Preprocessor
-from nbgrader.converters import GenerateAssignment
+from nbgrader.converters import Autograde, GenerateAssignment
 from traitlets import Bool
 from nbgrader.preprocessors import (
     AssignLatePenalties,
     CheckCellMetadata,
     IgnorePattern,
     LimitOutput,
+    OverwriteCells,
     SaveAutoGrades,
 )
 
-from streamlab.grading.preprocessor import GradeInFreshProcesses
+from streamlab.grading.preprocessor import GradeInFreshProcesses, OverwriteCellsAsReleased
 
 c = get_config()  # noqa: F821  (nbgrader provides get_config)
 
-c.CourseDirectory.root = "."
+c.CourseDirectory.root = os.path.abspath(".")  # (absolute: nbgrader warns of a relative one)
 c.CourseDirectory.source_directory = "solutions"
 c.CourseDirectory.release_directory = "labs"
 c.CourseDirectory.submitted_directory = "submitted"
@@ -45,6 +48,14 @@ c.Autograde.autograde_preprocessors = [
     SaveAutoGrades,
     AssignLatePenalties,
     CheckCellMetadata,
+]
+# nbgrader's restoring of the teacher's cells, as it is, but silent on a graded cell that
+# is exactly as released: nbgrader warned "checksum ... has changed!" for each one of
+# every untouched notebook (its gradebook keeps the checksum from before the hidden tests
+# were cleared: nbgrader issue 1961)
+c.Autograde.sanitize_preprocessors = [
+    OverwriteCellsAsReleased if p is OverwriteCells else p
+    for p in Autograde.class_traits()["sanitize_preprocessors"].default()
 ]
 # A graded part that hangs must not hang the grader: each gets at most 5 minutes.
 c.GradeInFreshProcesses.timeout = 300

@@ -31,6 +31,55 @@ def test_nbgrader_grades_in_fresh_processes_and_otherwise_as_it_would():
     assert ours == [GradeInFreshProcesses if p is Execute else p for p in default]
 
 
+def test_the_grader_tells_a_teacher_how_to_grade():
+    """Issue 56: ``python -m streamlab.grading --help`` was the grading child's, which read
+    a task from stdin and died with a JSON traceback. It now says how to grade, with
+    nbgrader and on Dask; an unknown command is refused, with the same help."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, STREAMLAB_QUIET="1")
+    for args in ([], ["--help"]):
+        r = subprocess.run([sys.executable, "-m", "streamlab.grading", *args], env=env,
+                           capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+        assert r.returncode == 0, r.stderr
+        assert "nbgrader autograde LAB" in r.stdout and "grading class LAB" in r.stdout
+    r = subprocess.run([sys.executable, "-m", "streamlab.grading", "grade"], env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "unknown command 'grade'" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_an_untouched_copy_is_graded_without_checksum_warnings_and_an_edited_cell_is_not(
+        tmp_path):
+    """Issue 56: nbgrader warned "Attribute 'checksum' for cell check_part1 has changed!"
+    for each graded cell of a learner's copy exactly as released (its gradebook keeps the
+    checksum from before the hidden tests were cleared: nbgrader issue 1961), so a teacher
+    could not tell a tampered cell from an untouched one. The course's OverwriteCells
+    keeps the warning, and the restoring, for a cell that was changed."""
+    lab = "lab02__events"
+    db = course(tmp_path, lab)
+    release = notebook("labs", lab)
+    edited = nbformat.from_dict(release)
+    cell = next(c for c in edited.cells if grade_id(c) == "check_part1")
+    cell.source = "check_part1 = lambda *args, **kwargs: print('Part 1: passed')\n" + cell.source
+    for student, nb in (("bo", release), ("cy", edited)):
+        folder = tmp_path / "submitted" / student / lab
+        folder.mkdir(parents=True)
+        nbformat.write(nb, folder / f"{lab}.ipynb")
+    r = nbgrader("autograde", lab, f"--db={db}", "--create", cwd=tmp_path)
+    said = r.stdout + r.stderr
+    # one warning, cy's edited cell's (bo's untouched copy gave three, one a graded cell)
+    warnings = [line for line in said.splitlines() if "WARNING" in line]
+    assert len(warnings) == 1, said  # (nor a relative course root's any more)
+    assert "Attribute 'checksum' for cell check_part1 has changed" in warnings[0], said
+    graded = nbformat.read(tmp_path / "autograded" / "cy" / lab / f"{lab}.ipynb",
+                           as_version=4)
+    restored = next(c for c in graded.cells if grade_id(c) == "check_part1")
+    assert "lambda" not in restored.source  # the teacher's cell, hidden tests and all
+
+
 
 
 # --- nbgrader autograde ------------------------------------------------------------------------

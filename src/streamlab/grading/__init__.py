@@ -175,7 +175,7 @@ def run_part(cells: list[dict], part: str, *, cwd: str, protect=(), hide=(),
     child_env = dict(os.environ if env is None else env)
     child_env.update(STREAMLAB_GRADING="1", STREAMLAB_QUIET="1", PYTHONUNBUFFERED="1")
     child_env.pop("STREAMLAB_RACE_CHECK", None)
-    command = [sys.executable, "-m", "streamlab.grading"]
+    command = [sys.executable, "-m", "streamlab.grading", "part"]
     hide = [os.path.realpath(h) for h in hide]
     keep = _sandbox.needed(sys.executable, child_env, hide) if hide else []
     how = "off: nothing to hide" if not hide else "off: asked for"

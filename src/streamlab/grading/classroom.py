@@ -342,12 +342,21 @@ def main(argv: list[str]) -> int:
 
     ap = argparse.ArgumentParser(prog="python -m streamlab.grading class",
                                  description="Grade a class's submissions of a lab on Dask.")
-    ap.add_argument("lab")
-    ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--scheduler", help="address of a running Dask scheduler")
-    ap.add_argument("--gpus", action="store_true", help="one worker per GPU (dask_cuda)")
-    ap.add_argument("--timeout", type=float, default=300, help="seconds a part may run")
-    ap.add_argument("--sandbox", choices=("auto", "bwrap", "off"), default="auto")
+    ap.add_argument("lab", help="the lab's folder name under labs/, e.g. lab01__eight_streams; "
+                    "each learner's copy in submitted/<learner>/<lab>/<lab>.ipynb")
+    ap.add_argument("--workers", type=int, default=2,
+                    help="Dask worker processes on this machine (default 2)")
+    ap.add_argument("--scheduler", help="address of a running Dask scheduler, in place of "
+                    "workers here (tcp://host:8786)")
+    ap.add_argument("--gpus", action="store_true",
+                    help="one worker per GPU (pip install dask-cuda): timing checks need a "
+                    "GPU to themselves")
+    ap.add_argument("--timeout", type=float, default=300,
+                    help="seconds a part may run before it scores nothing (default 300)")
+    ap.add_argument("--sandbox", choices=("auto", "bwrap", "off"), default="auto",
+                    help="how the course's files are kept from learner code: auto "
+                    "(bubblewrap where the system allows it, else a warning), bwrap "
+                    "(refuse to grade without it), off")
     ap.add_argument("--db", help="nbgrader's db_url (default: the course's gradebook.db)")
     a = ap.parse_args(argv)
     try:

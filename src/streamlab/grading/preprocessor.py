@@ -19,7 +19,9 @@ import json
 import os
 
 from nbformat import from_dict
-from nbgrader.preprocessors import NbGraderPreprocessor
+from nbgrader.api import MissingEntry
+from nbgrader.preprocessors import ClearHiddenTests, NbGraderPreprocessor, OverwriteCells
+from nbgrader.utils import is_locked
 from traitlets import Enum, Integer, List, Unicode
 
 from . import RESULTS_VERSION, cell_outputs, course_paths, graded_cells, plan, run_part
@@ -127,3 +129,37 @@ class GradeInFreshProcesses(NbGraderPreprocessor):
             coursedir = getattr(owner, "coursedir", None)
             owner = getattr(owner, "parent", None)
         return coursedir
+
+
+class OverwriteCellsAsReleased(OverwriteCells):
+    """nbgrader's ``OverwriteCells``, without its false alarm on every untouched copy.
+
+    The gradebook keeps each locked cell's checksum from before its hidden tests were
+    cleared (nbgrader issue 1961), so a learner's copy of a graded cell, exactly as
+    released, read as changed: "Attribute 'checksum' for cell check_part1 has changed!",
+    once for each such cell of every notebook. Here a locked cell that is exactly its
+    released form (the gradebook's source, its hidden tests cleared as
+    ``generate_assignment`` clears them) gets its hidden tests back first, and is not
+    reported; a cell changed in any other way is reported and overwritten as before."""
+
+    def preprocess_cell(self, cell, resources, cell_index):
+        """Restore an untouched locked cell's hidden tests, then nbgrader's own checks."""
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if grade_id is not None and is_locked(cell):
+            try:
+                source = self.gradebook.find_source_cell(grade_id, self.notebook_id,
+                                                         self.assignment_id)
+            except MissingEntry:
+                source = None  # (nbgrader's own check below says so)
+            if source is not None and source.locked and cell.source == _released(source):
+                cell.source = source.source
+        return super().preprocess_cell(cell, resources, cell_index)
+
+
+def _released(source_cell) -> str:
+    """A gradebook cell's source as ``generate_assignment`` released it."""
+    cell = from_dict({"cell_type": source_cell.cell_type, "source": source_cell.source,
+                      "metadata": {}})
+    ClearHiddenTests()._remove_hidden_test_region(cell)
+    return cell.source
+
