@@ -16,7 +16,7 @@ pipeline is its default.
 import os
 
 from nbconvert.preprocessors import ClearMetadataPreprocessor, Preprocessor
-from nbgrader.converters import Autograde, GenerateAssignment
+from nbgrader.converters import Autograde, GenerateAssignment, GenerateFeedback
 from traitlets import Bool
 from nbgrader.preprocessors import (
     AssignLatePenalties,
@@ -27,7 +27,8 @@ from nbgrader.preprocessors import (
     SaveAutoGrades,
 )
 
-from streamlab.grading.preprocessor import GradeInFreshProcesses, OverwriteCellsAsReleased
+from streamlab.grading.preprocessor import (GradeInFreshProcesses, HideHiddenTests,
+                                            OverwriteCellsAsReleased)
 
 c = get_config()  # noqa: F821  (nbgrader provides get_config)
 
@@ -57,6 +58,10 @@ c.Autograde.sanitize_preprocessors = [
     OverwriteCellsAsReleased if p is OverwriteCells else p
     for p in Autograde.class_traits()["sanitize_preprocessors"].default()
 ]
+# The learner's feedback without the hidden tests' source (their seeds and counts): what
+# they found is in each graded cell's output
+c.GenerateFeedback.preprocessors = [
+    *GenerateFeedback.class_traits()["preprocessors"].default(), HideHiddenTests]
 # A graded part that hangs must not hang the grader: each gets at most 5 minutes.
 c.GradeInFreshProcesses.timeout = 300
 

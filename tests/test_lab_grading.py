@@ -57,7 +57,8 @@ def test_an_untouched_copy_is_graded_without_checksum_warnings_and_an_edited_cel
     for each graded cell of a learner's copy exactly as released (its gradebook keeps the
     checksum from before the hidden tests were cleared: nbgrader issue 1961), so a teacher
     could not tell a tampered cell from an untouched one. The course's OverwriteCells
-    keeps the warning, and the restoring, for a cell that was changed."""
+    keeps the warning, and the restoring, for a cell that was changed. The feedback shows
+    no hidden test (nbgrader's showed their seeds)."""
     lab = "lab02__events"
     db = course(tmp_path, lab)
     release = notebook("labs", lab)
@@ -78,6 +79,12 @@ def test_an_untouched_copy_is_graded_without_checksum_warnings_and_an_edited_cel
                            as_version=4)
     restored = next(c for c in graded.cells if grade_id(c) == "check_part1")
     assert "lambda" not in restored.source  # the teacher's cell, hidden tests and all
+    assert "seed=7" in restored.source
+    # and the learner's feedback shows the cell without its hidden tests (their seeds)
+    nbgrader("generate_feedback", lab, f"--db={db}", cwd=tmp_path)
+    page = (tmp_path / "feedback" / "bo" / lab / f"{lab}.html").read_text()
+    assert "check_part1" in page and "hidden tests, not shown" in page
+    assert "seed=7" not in page and "HIDDEN TESTS" not in page
 
 
 

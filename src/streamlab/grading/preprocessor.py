@@ -163,3 +163,18 @@ def _released(source_cell) -> str:
     ClearHiddenTests()._remove_hidden_test_region(cell)
     return cell.source
 
+
+class HideHiddenTests(NbGraderPreprocessor):
+    """The feedback a learner gets (``nbgrader generate_feedback``) shows each graded cell
+    without its hidden tests: their arguments (a seed, a count) stay the teacher's, for
+    the next learner and the next term; what they found is in the cell's output. nbgrader
+    shows them by default: the autograded copy holds them, restored from the gradebook."""
+
+    def preprocess_cell(self, cell, resources, cell_index):
+        """A code cell's hidden test region, removed (with a line saying so)."""
+        if cell.cell_type == "code":
+            hide = ClearHiddenTests(enforce_metadata=False)
+            if hide._remove_hidden_test_region(cell):
+                cell.source = cell.source.rstrip("\n") + "\n# (and the hidden tests, not shown)"
+        return cell, resources
+
