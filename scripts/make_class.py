@@ -1,6 +1,9 @@
 """Make a synthetic class to grade: N submissions of each lab, each with a known grade.
 
     python scripts/make_class.py N LAB [LAB ...] --out FOLDER [--seed S]
+    python scripts/make_class.py --check FOLDER LAB    # the grades against expected.csv
+    python scripts/make_class.py 12 lab02__events --out /tmp/class --grade
+                                                       # make, grade and check: a first try
 
 FOLDER becomes a course folder as nbgrader autograde wants one (nbgrader_config.py,
 solutions/, labs/, a gradebook with the labs in it, and submitted/<learner>/<lab>/), and
@@ -108,8 +111,9 @@ def gutted(source: str, body: str = "pass") -> str:
 
 def kinds(lab: str) -> list[tuple[str, dict, dict]]:
     """(kind, the cells to fill, the score of each part) for every kept answer of ``lab``,
-    in a fixed order: the solution, the untouched copy, the cheats, a hang and a crash
-    first (so that a small class has them all), then the right and the wrong answers."""
+    in a fixed order: the solution and the untouched copy, then a wrong answer, a cheat, a
+    right answer in other words and a hang or a crash in turn, so that a small class (a
+    teacher's first try) has a little of each (it had only cheats and failures before)."""
     from labtools import cells_of, grade_id, meta, notebook
 
     solution = cells_of(lab, "solution")
@@ -118,8 +122,9 @@ def kinds(lab: str) -> list[tuple[str, dict, dict]]:
     uses = {grade_id(c): c.source for c in checks}  # the functions each check is given
     full = dict(points)
     kept = importlib.import_module(f"wrong_solutions.{lab}")
-    out = [("solution", dict(solution), full),
-           ("untouched", {}, dict.fromkeys(points, 0.0))]
+    front = [("solution", dict(solution), full),
+             ("untouched", {}, dict.fromkeys(points, 0.0))]
+    out: list = []  # the cheats, then the hang and the crash
     first = next(iter(solution))
     part_of_first = next(p for p, src in uses.items() if first in src)
     for name, (code, scope) in CHEATS.items():
@@ -137,16 +142,21 @@ def kinds(lab: str) -> list[tuple[str, dict, dict]]:
     for name, body in (("hangs", HANG), ("ends its process", CRASH)):
         out.append((name, dict(solution, **{first: gutted(solution[first], body)}),
                     dict(full, **{part_of_first: 0.0})))
-    for name, (target, code, *_) in getattr(kept, "RIGHT", {}).items():
-        out.append((f"right: {name}", dict(solution, **{target: code}), full))
+    rights = [(f"right: {name}", dict(solution, **{target: code}), full)
+              for name, (target, code, *_) in getattr(kept, "RIGHT", {}).items()]
+    wrongs = []
     for name, entry in kept.WRONG.items():
         target, code, part = entry[:3]
         others = [p for p, src in uses.items() if p != part and target in src]
         if len(entry) > 4 or others:  # a later part may fail too: no known grade
             continue
-        out.append((f"wrong: {name}", dict(solution, **{target: code}),
-                    dict(full, **{part: 0.0})))
-    return out
+        wrongs.append((f"wrong: {name}", dict(solution, **{target: code}),
+                       dict(full, **{part: 0.0})))
+    cheats, failures = out[:-2], out[-2:]
+    queues = [wrongs, cheats, rights, failures]
+    while any(queues):
+        front += [q.pop(0) for q in queues if q]
+    return front
 
 
 def make_class(folder: Path, n: int, labs: list[str], seed: int = 0) -> list[dict]:
@@ -203,14 +213,40 @@ def scores(folder: Path, lab: str) -> dict:
                 for nb in s.notebooks for g in nb.grades}
 
 
+def check(folder: Path, lab: str) -> int:
+    """Each learner's kind of answer, and the grade the gradebook gave each part against
+    the one expected.csv says; 1 where one differs (or nothing was graded)."""
+    want, got, kind = expected(folder, lab), scores(folder, lab), kind_of(folder)
+    wrong = 0
+    for learner in sorted({learner for learner, _ in want}):
+        parts = sorted(part for who, part in want if who == learner)
+        differ = [p for p in parts if got.get((learner, p)) != want[(learner, p)]]
+        wrong += bool(differ)
+        said = ", ".join(f"{p} {got.get((learner, p))} (expected {want[(learner, p)]})"
+                         for p in differ) or "as expected"
+        print(f"{learner}  {kind[learner]:<60.60}  {said}")
+    print(f"{wrong} of {len({learner for learner, _ in want})} learners graded otherwise "
+          f"than expected")
+    return 1 if wrong else 0
+
+
 def main(argv=None) -> int:
     from labtools import LABS
 
+    if argv is None:
+        argv = sys.argv[1:]
+    if argv[:1] == ["--check"]:  # python scripts/make_class.py --check FOLDER LAB
+        if len(argv) != 3:
+            raise SystemExit("usage: python scripts/make_class.py --check FOLDER LAB")
+        return check(Path(argv[1]), argv[2])
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("n", type=int, help="submissions per lab")
     ap.add_argument("labs", nargs="+", help=f"labs: {', '.join(LABS)}")
     ap.add_argument("--out", required=True, type=Path)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--grade", action="store_true",
+                    help="then grade the class on Dask (python -m streamlab.grading class, "
+                    "60 s a part: one submission hangs) and check each grade")
     a = ap.parse_args(argv)
     unknown = [lab for lab in a.labs if lab not in LABS]
     if unknown:
@@ -218,7 +254,16 @@ def main(argv=None) -> int:
     rows = make_class(a.out, a.n, a.labs, a.seed)
     print(f"{a.n} submissions of {', '.join(a.labs)} in {a.out / 'submitted'}; "
           f"{len(rows)} expected part scores in {a.out / 'expected.csv'}")
-    return 0
+    if not a.grade:
+        return 0
+    import subprocess
+
+    failed = 0
+    for lab in a.labs:
+        graded = subprocess.run([sys.executable, "-m", "streamlab.grading", "class", lab,
+                                 "--timeout", "60"], cwd=a.out)
+        failed |= graded.returncode or check(a.out, lab)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -36,16 +36,20 @@ def expected(course):
 
 @pytest.fixture(scope="module")
 def klass(tmp_path_factory):
-    """The solution, the untouched copy, every cheat, a hang and a crash, the right
-    answers and the first two wrong ones (make_class.kinds puts them in that order)."""
+    """The solution, the untouched copy, every cheat, a hang and a crash, and the wrong
+    answers and right answers in other words that make_class.kinds puts between them (a
+    wrong answer, a cheat, a right answer and a failure in turn)."""
     needs_nbgrader()
     pytest.importorskip("dask.distributed", reason="the class grader needs Dask")
     folder = tmp_path_factory.mktemp("class")
     answers = [kind for kind, *_ in make_class.kinds(LAB)]
-    first_wrong = next(i for i, kind in enumerate(answers) if kind.startswith("wrong"))
-    make_class.make_class(folder, first_wrong + 2, [LAB])
-    assert {"solution", "untouched", "hangs", "ends its process"} <= set(kinds(folder).values())
-    assert any(k.startswith("wrong") for k in kinds(folder).values())
+    last = max(i for i, kind in enumerate(answers)
+               if kind.startswith("cheat") or kind in ("hangs", "ends its process"))
+    make_class.make_class(folder, last + 1, [LAB])
+    made = set(kinds(folder).values())
+    assert {"solution", "untouched", "hangs", "ends its process"} <= made
+    assert {k for k in answers if k.startswith("cheat")} <= made
+    assert any(k.startswith("wrong") for k in made) and any(k.startswith("right") for k in made)
     return folder
 
 
@@ -100,6 +104,7 @@ def test_a_class_on_two_workers_one_killed_gets_the_expected_grades_and_a_serial
     assert not wrong, f"(learner, part): (kind, got, expected): {wrong}\n" + \
         shown(judged, wrong)
     assert len(got) == len(want)  # no learner graded twice, none missing
+    assert make_class.check(klass, LAB) == 0  # what a teacher's first try runs, agrees
     # the sample, graded serially by nbgrader autograde as a teacher runs it
     nbgrader("autograde", LAB, "--create", f"--GradeInFreshProcesses.timeout={TIMEOUT}",
              cwd=serial)
@@ -556,3 +561,21 @@ for h in sorted(hidden):
     assert all(p.is_file() for p in there)  # what it tried is there to be read
     assert "OPENED" not in text and text.count("refused: PermissionError") >= len(there), text
     assert all(r["passed"] for r in result["parts"].values()), text
+
+
+def test_the_class_check_says_where_a_grade_differs(tmp_path, monkeypatch, capsys):
+    """scripts/make_class.py --check (a teacher's first try ends with it): each learner's
+    grades against expected.csv, and 1 where one differs."""
+    (tmp_path / "expected.csv").write_text(
+        "learner,lab,kind,part,score\n"
+        f"ada,{LAB},solution,check_part1,3.0\nada,{LAB},solution,check_part2,2.0\n"
+        f"bo,{LAB},wrong: waits,check_part1,0.0\nbo,{LAB},wrong: waits,check_part2,2.0\n")
+    graded = {("ada", "check_part1"): 3.0, ("ada", "check_part2"): 2.0,
+              ("bo", "check_part1"): 3.0, ("bo", "check_part2"): 2.0}
+    monkeypatch.setattr(make_class, "scores", lambda folder, lab: graded)
+    assert make_class.check(tmp_path, LAB) == 1
+    out = capsys.readouterr().out
+    assert "bo  wrong: waits" in out and "check_part1 3.0 (expected 0.0)" in out
+    assert "1 of 2 learners graded otherwise than expected" in out
+    graded[("bo", "check_part1")] = 0.0
+    assert make_class.check(tmp_path, LAB) == 0

@@ -24,8 +24,10 @@ A whole class on Dask, with the same grades a serial autograde gives:
     python -m streamlab.grading class --help              # every option
 
 LAB is a lab's folder name under labs/, e.g. lab01__eight_streams. labs/README.md says
-what a grade withstands, and what it does not; scripts/make_class.py makes a class of
-example submissions to try grading on.
+what a grade withstands, and what it does not. To try it first, on twelve example
+learners whose grades are known (needs the test tools, for nbgrader):
+
+    python scripts/make_class.py 12 lab02__events --out /tmp/class --grade
 """
 
 if sys.argv[1:2] == ["class"]:
