@@ -191,7 +191,9 @@ class ModelGPU:
                 key, t = thread, self.host[thread] + self._gap(thread, real, delay)
             else:
                 key, t = thread, real
-            t = self.read[key] = max(t, self.read.get(key, t))
+            t = max(t, self.read.get(key, t))
+            if mine:  # (another thread's look takes no wait off: it sets no floor)
+                self.read[key] = t
             return t
 
     def call_ended(self, thread: str, real: float, delay: float = 0.0) -> None:
