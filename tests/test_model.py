@@ -461,8 +461,7 @@ def test_the_hosts_clock_never_goes_back(monkeypatch):
     """streamlab.now() reads the time, then the thread's wait for a CPU: a thread that
     loses the CPU between the two reads has a wait taken off that came after the time it
     read. The clock must still never go back (CI's loaded machine read a later now()
-    earlier than the one before it, failing now()'s doctest); the next call starts no
-    earlier either."""
+    earlier than the one before it, failing now()'s doctest)."""
     waited = _waiting_for_a_cpu(monkeypatch)
     s = cuda.stream()
     streamlab.spin[1, 1, s](0)
@@ -471,13 +470,10 @@ def test_the_hosts_clock_never_goes_back(monkeypatch):
     waited["s"] += 0.05            # 50 ms of waiting, as if it came after t0's reading
     t1 = streamlab.now()
     assert t1 >= t0, (t0, t1)
-    streamlab.spin[1, 1, s](0)     # the call's place on the thread's clock
+    streamlab.spin[1, 1, s](0)
     t2 = streamlab.now()
     s.synchronize()
     assert t2 >= t1, (t1, t2)
-    model = streamlab.model._sim["model"]
-    thread = threading.current_thread().name
-    assert model.host[thread] >= t1, (model.host[thread], t1)
 
 
 def test_a_host_function_waiting_for_a_cpu_holds_its_stream_only_for_its_work(monkeypatch):

@@ -129,8 +129,9 @@ class ModelGPU:
         # host thread -> [(real, model, END or START)] for mapping: where each wrapped call
         # ended, and where the next began after a gap the model shortened (see _gap)
         self.breaks: dict[str, list] = {}
-        # host thread (or host function uid) -> the latest now() it read: never less (a
-        # thread that loses the CPU between reading the time and its wait (_gap) goes back)
+        # host thread (or host function uid) -> the latest now() it read: now() never
+        # gives it less (a thread that loses the CPU between reading the time and its wait
+        # for a CPU (_gap) went back). Only now(): where the model places calls is its own
         self.read: dict = {}
         self.ops: list[MOp] = []  # this epoch's operations (not yet frozen)
         self.by_uid: dict[int, MOp] = {}
@@ -157,7 +158,8 @@ class ModelGPU:
         """Advance ``thread``'s model clock by the host work it did since its last call."""
         if thread not in self.host:  # a thread not seen starting: the main one's offset
             main = threading.main_thread().name
-            self.host[thread] = real + (self.host[main] - self.mark[main] if main in self.host else 0)
+            offset = self.host[main] - self.mark[main] if main in self.host else 0.0
+            self.host[thread] = real + offset
             self.mark[thread], self.mark_delay[thread] = real, delay
         if real > self.mark[thread]:
             gap = self._gap(thread, real, delay)
@@ -166,10 +168,10 @@ class ModelGPU:
                 self.breaks[thread].append((real, self.host[thread] + gap, _START))
             self.host[thread] += gap
             self.mark[thread], self.mark_delay[thread] = real, delay
-        # the call comes after a host span that closed before it, placed where its
-        # thread's clock then stood, and after any time now() gave the thread
-        self.host[thread] = max(self.host[thread], self.floor.pop(thread, 0.0),
-                                self.read.get(thread, 0.0))
+        if self.floor.get(thread, 0.0) > self.host[thread]:
+            # a host span that closed before this call, placed where its thread's clock
+            # then stood: the call comes after it
+            self.host[thread] = self.floor.pop(thread)
         return self.host[thread]
 
     def now(self, thread: str | None = None) -> float:
@@ -190,7 +192,7 @@ class ModelGPU:
             elif thread in self.host:
                 key, t = thread, self.host[thread] + self._gap(thread, real, delay)
             else:
-                key, t = thread, real
+                return real  # (the real clock: it never goes back)
             t = max(t, self.read.get(key, t))
             if mine:  # (another thread's look takes no wait off: it sets no floor)
                 self.read[key] = t
