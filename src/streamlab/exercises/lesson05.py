@@ -11,6 +11,7 @@ from numba import cuda
 from .. import check
 from ..ops import internal
 from ..runner import Inputs, run
+from ..transcript import plain_int
 from ..watched import watch
 from . import BUSY_NS, N, THREADS, add_one, blocks_for, exercise_check, fresh
 
@@ -100,8 +101,8 @@ def _polling_rules(run, order):
     if not order.host_after(spin):
         check.fail("work_while_waiting returned before the event had happened: keep "
                    "calling do_work() until event.query() is True")
-    if not check.plain_number(count) or count != len(calls):
-        said = repr(count) if check.plain_number(count) else type(count).__name__
+    if not plain_int(count) or count != len(calls):
+        said = repr(count) if plain_int(count) else type(count).__name__
         check.fail(f"work_while_waiting returned {said}, but do_work ran "
                    f"{len(calls)} times: return the count")
     if not calls:
