@@ -184,6 +184,28 @@ def test_eight_streams_run_eight_kernels_at_once(figures):
     assert m.concurrency > 6, t.table()
 
 
+def test_lab01s_work_takes_about_what_the_model_is_told(figures):
+    """Lab 01 tells the simulator's model GPU what one ``work`` launch costs
+    (``MODEL_WORK_MS``), so that its timelines look like a GPU's: within a factor of two
+    of what a GPU takes, best of three."""
+    from streamlab.labs import lab01
+
+    lab01.warm_up()
+    s = cuda.stream()
+    a = cuda.to_device(np.ones(lab01.N, np.float32))
+    b = cuda.device_array(lab01.N, np.float32)
+    times = []
+    for _ in range(3):
+        t0, t1 = cuda.event(), cuda.event()
+        t0.record(s)
+        lab01.work[1, 64, s](b, a, lab01.REPS)
+        t1.record(s)
+        t1.synchronize()
+        times.append(t0.elapsed_time(t1))
+    figures("lab 01: one work launch", round(min(times), 2), "ms")
+    assert lab01.MODEL_WORK_MS / 2 < min(times) < 2 * lab01.MODEL_WORK_MS, times
+
+
 def test_one_stream_runs_them_one_by_one(figures):
     warm()
     ns = streamlab.ms_to_ns(5.0)

@@ -127,6 +127,28 @@ def test_the_overlap_check_judges_the_model_on_the_simulator(gpu_sized, capsys,
     assert "overlap not checked" in capsys.readouterr().out
 
 
+def test_a_streams_span_follows_its_own_launches_not_the_block():
+    """check.time_per_stream times each stream from just before its first launch in the
+    block to just after its last: kernels the host launched 20 ms apart (a sleep, a wait
+    that is not a synchronize) do not overlap, where a bracket around the whole block made
+    every stream look busy all along (issue 56, lab 01). A stream the block launched
+    nothing into spans the whole block."""
+    import time
+
+    from streamlab import check
+
+    streams = [cuda.stream() for _ in range(3)]
+    with check.time_per_stream(streams) as timing:
+        time.sleep(0.005)
+        for s in streams[:2]:
+            streamlab.spin[1, 1, s](streamlab.ms_to_ns(5))
+            time.sleep(0.02)
+    first, second, idle = timing[0].spans
+    assert 4.5 < first.duration_ms < 6 and 4.5 < second.duration_ms < 6, timing[0].table()
+    assert second.start_ms > first.end_ms + 10, timing[0].table()
+    assert idle.start_ms < first.start_ms and idle.end_ms > second.end_ms, timing[0].table()
+
+
 def test_eight_host_threads_overlap_their_kernels():
     def eight_threads():
         tl = streamlab.Timeline()

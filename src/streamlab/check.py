@@ -60,7 +60,7 @@ from . import ops as _ops
 from ._device import on_simulator
 from .ops import OpLog, internal
 from .order import Order, analyze, checked_here
-from .streams import StreamRef
+from .streams import StreamRef, canonical_handle, stream_key
 from .trace import Span, Trace
 
 
@@ -228,11 +228,16 @@ def _what(value) -> str:
 
 @contextlib.contextmanager
 def time_per_stream(streams, labels=None):
-    """Bracket the block with an event pair in each stream: one span per stream.
+    """One span per stream, measured on the GPU: from just before the first kernel the
+    block launches into it to just after the last one (events recorded around each of
+    the block's own launches, as streamlab's own work). A stream the block launches
+    nothing into spans the whole block.
 
-    Yields a list that receives the :class:`~streamlab.Trace` once the block ends (the
-    spans cover whatever the block issued to each stream, measured on the GPU).
-    ``labels`` names the rows (default: "stream 0", "stream 1", ...).
+    Yields a list that receives the :class:`~streamlab.Trace` once the block ends.
+    ``labels`` names the rows (default: "stream 0", "stream 1", ...). Spans that follow
+    the launches, not the block, show code that waits between its launches (a sleep, a
+    poll of an event) running its kernels one after another: around the whole block,
+    every stream would look busy all along (issue 56).
     """
     streams = list(streams)
     if not streams:
@@ -242,23 +247,38 @@ def time_per_stream(streams, labels=None):
     if len(names) != len(streams):
         raise ValueError(f"time_per_stream got {len(streams)} streams and {len(names)} "
                          f"labels: give one label per stream")
+    index = {_key(s): i for i, s in enumerate(streams)}
     starts = [cuda.event(timing=True) for _ in streams]
     ends = [cuda.event(timing=True) for _ in streams]
+    first, last = [None] * len(streams), [None] * len(streams)
+
+    def marked(stream, into):
+        i = index.get(_key(stream))
+        if i is not None and (into is last or first[i] is None):
+            into[i] = cuda.event(timing=True)
+            into[i].record(streams[i])
+
     origin = cuda.event(timing=True)
     with internal():
         origin.record(streams[0])
         for s, e in zip(streams, starts, strict=True):
             e.record(s)
     out = []
-    yield out
+    with _ops.watch_launches(lambda s: marked(s, first), lambda s: marked(s, last)):
+        yield out
     with internal():
         for s, e in zip(streams, ends, strict=True):
             e.record(s)
         for e in ends:
             e.synchronize()
-    spans = [Span(n, n, "kernel", origin.elapsed_time(a), origin.elapsed_time(b))
-             for n, a, b in zip(names, starts, ends, strict=True)]
+    spans = [Span(n, n, "kernel", origin.elapsed_time(a or a0), origin.elapsed_time(b or b0))
+             for n, a, a0, b, b0 in zip(names, first, starts, last, ends, strict=True)]
     out.append(Trace.from_spans(spans))
+
+
+def _key(stream):
+    """A stream's identity as the calling thread sees it (0 names a default stream)."""
+    return stream_key(canonical_handle(stream))
 
 
 def fail_with_timeline(trace: Trace, message: str) -> None:
@@ -300,7 +320,9 @@ def concurrency_at_least(trace: Trace, minimum: float, label: str) -> None:
             trace, f"{label}: the work overlapped only {m.concurrency:.1f}-fold{where} "
                    f"(makespan {m.makespan_ms:.2f} ms for {m.busy_ms:.2f} ms of work); "
                    f"expected at least {minimum:.1f}. Something is making the streams wait "
-                   f"for each other")
+                   f"for each other, or the host waits between its launches (each "
+                   f"stream's span runs from just before its first kernel's launch to "
+                   f"just after its last)")
     print(f"{label}: overlapped {m.concurrency:.1f}-fold{where}")
 
 

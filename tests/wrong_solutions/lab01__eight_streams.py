@@ -87,6 +87,35 @@ def launch_on_streams(inputs, outputs, streams):
         print("first value:", out.copy_to_host()[0])
 ''', "check_part1", "the host waited"),
 
+    "a 20 ms sleep after each launch (a wait without a synchronize)": ("launch_on_streams", '''
+import time
+
+def launch_on_streams(inputs, outputs, streams):
+    for inp, out, s in zip(inputs, outputs, streams):
+        work[1, 64, s](out, inp, REPS)
+        time.sleep(0.02)
+''', "check_part1", "the host waits between its launches"),
+
+    "a sleep between worker launches, dummies and all": ("launch_with_dummies", '''
+import time
+
+def launch_with_dummies(inputs, outputs, streams, dummy):
+    for inp, out, s in zip(inputs, outputs, streams):
+        work[1, 64, s](out, inp, REPS)
+        dummy_kernel[1, 1, cuda.per_thread_default_stream()](dummy)
+        time.sleep(0.02)
+''', "check_part2", "overlapped only"),
+
+    "polls an event until each kernel ends": ("launch_on_streams", '''
+def launch_on_streams(inputs, outputs, streams):
+    for inp, out, s in zip(inputs, outputs, streams):
+        work[1, 64, s](out, inp, REPS)
+        done = cuda.event()
+        done.record(s)
+        while not done.query():
+            pass
+''', "check_part1", "you synchronized the host"),
+
     "dummies on cuda.default_stream()": ("launch_with_dummies", '''
 def launch_with_dummies(inputs, outputs, streams, dummy):
     for inp, out, s in zip(inputs, outputs, streams):

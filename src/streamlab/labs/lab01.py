@@ -39,6 +39,15 @@ def work(out, inp, reps):
         out[i] = acc
 
 
+#: what one launch of ``work`` takes on the simulator's model GPU, in ms: about what it
+#: takes on a GPU (62 ms on an H100; a GPU test holds it within a factor of two), so that
+#: the model's timeline of a right answer, or of one that waits between its launches,
+#: looks like a GPU's. The simulator's own problem is far smaller (``N``, ``REPS``), and
+#: the model would time it as a few microseconds, less than the host takes to launch it.
+MODEL_WORK_MS = 60
+streamlab.kernel_cost(work, MODEL_WORK_MS)
+
+
 @cuda.jit
 def dummy_kernel(x):
     """The post's dummy kernel: it does nothing, quickly."""

@@ -55,7 +55,7 @@ from .pinned import pinned as _pin
 from .._patching import patch, patch_everywhere, wrap_attribute
 from ..kernels import copy_op, Footprint, launch_op
 from ..regions import describe_array, region_of
-from ..ops import emit, observing, recording, timed
+from ..ops import emit, launch_watched, observing, recording, timed
 
 def apply(cuda) -> None:
     """Patch the simulator's ``numba.cuda`` module object in place (see the module)."""
@@ -315,9 +315,10 @@ def _kernels_get_nanosleep() -> None:
 
 # --- what the recorder sees: the simulator's copies, element access and launches -------
 _tls = threading.local()
-_footprint = {"current": None}  # the simulated kernel running now, while recording
-_slept: dict = {"current": None}  # simulated thread -> ns it slept (cuda.nanosleep), per launch
-_touched: dict = {"current": None}  # [bytes] the simulated kernel running now read and wrote
+#: the simulated launch running now (launches take turns): the elements it touched, while
+#: recording (a Footprint); the ns each simulated thread slept (cuda.nanosleep); and
+#: [bytes] it read and wrote. None outside a launch
+_launch: dict = {"footprint": None, "slept": None, "touched": None}
 
 
 def _patch(owner, name: str, make, timed_: bool = True) -> None:
@@ -335,7 +336,7 @@ def install_recording() -> None:
 def slept(ns: int) -> bool:
     """A simulated thread calls ``cuda.nanosleep(ns)``: note it for the model GPU (which
     adds the longest sleep of a launch to the kernel's time). False outside a launch."""
-    current = _slept["current"]
+    current = _launch["slept"]
     if current is None:
         return False
     me = threading.current_thread()  # a CUDA thread (its block's threads may share one)
@@ -506,10 +507,14 @@ def _sim_launches() -> None:
             if not observing():
                 return orig(self, *args)
             _tls.launch = (self, args)
+            stream = getattr(self, "_streamlab_stream", 0)
+            launch_watched(stream, 0)
             try:
-                return orig(self, *args)
+                out = orig(self, *args)
             finally:
                 _tls.launch = None
+            launch_watched(stream, 1)
+            return out
         return __call__
 
     def swapped(orig):
@@ -523,16 +528,13 @@ def _sim_launches() -> None:
             _tls.launch = None
             # the elements touched, for the race check (a model GPU needs only the arrays)
             footprint = Footprint() if recording() else None
-            _footprint["current"] = footprint  # launches take turns (see streamlab.sim.fill)
-            _slept["current"] = slept = {}
-            _touched["current"] = touched = [0]
+            slept, touched = {}, [0]  # (launches take turns: see streamlab.sim.fill)
+            _launch.update(footprint=footprint, slept=slept, touched=touched)
             try:
                 with orig(fn, fake_cuda_module):
                     yield
             finally:
-                _footprint["current"] = None
-                _slept["current"] = None
-                _touched["current"] = None
+                _launch.update(footprint=None, slept=None, touched=None)
             if observing():
                 kernel, args = pending
                 launch_op(kernel, kernel.fn.__name__, args,
@@ -546,10 +548,10 @@ def _sim_launches() -> None:
     def kernel_getitem(orig):
         def __getitem__(self, idx):
             out = orig(self, idx)
-            touched = _touched["current"]
+            touched = _launch["touched"]
             if touched is not None and not isinstance(out, inner):
                 touched[0] += self._item._ary.itemsize
-                footprint = _footprint["current"]
+                footprint = _launch["footprint"]
                 if footprint is not None:
                     footprint.touch(self._item._ary, idx, False)
             return out
@@ -558,10 +560,10 @@ def _sim_launches() -> None:
     def kernel_setitem(orig):
         def __setitem__(self, idx, val):
             out = orig(self, idx, val)
-            touched = _touched["current"]
+            touched = _launch["touched"]
             if touched is not None:
                 touched[0] += self._item._ary.itemsize
-                footprint = _footprint["current"]
+                footprint = _launch["footprint"]
                 if footprint is not None:
                     footprint.touch(self._item._ary, idx, True)
             return out
