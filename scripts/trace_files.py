@@ -48,7 +48,7 @@ PACKAGE = str(Path(streamlab.__file__).parent) + os.sep
 #: and the exercise's inputs and rules. The sum counts shared code once per verdict: one
 #: runner for every check costs here what it saves in code read once; 2,750 once a result
 #: compared must be plain numbers, issue 56's objects equal to anything; 101 and 2,772 once
-#: a check's per-stream spans follow the stream's own launches, not the whole block, and
+#: a check's per-stream spans begin at the stream's own first launch, not the block's, and
 #: every launch passes the launch watch: issue 56's answer that sleeps between launches),
 #: rounded up a little, as a path that depends on timing (a query that finds the work not done yet) may
 #: enter a function more or less. A change may lower them, and must not raise them
