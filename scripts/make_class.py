@@ -15,7 +15,8 @@ the answers the course's tests keep (tests/wrong_solutions/), cycled through in 
 * each wrong answer whose function no other part's check uses (its part scores nothing,
   the others full marks);
 * cheats: the lab's check cells rewritten to pass (nothing: the grader restores them), a
-  replaced check (every part nothing: the guard sees it before each check), a
+  replaced check, from inside an answer (its part nothing: the guard sees it after the
+  check), a
   part's answer read from the course's solutions (that part nothing), an escape that
   looks for the other learners' submissions and the gradebook around its folder and runs
   any answer it finds (that part nothing);
@@ -40,13 +41,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 #: cheats, each (kind, the cheat's code, which parts score nothing: "all" or "part"): the
-#: part's cell defines its functions with empty bodies, then runs the cheat, which would
-#: score if it worked
+#: part's cell defines its functions with empty bodies, and the first function runs the
+#: cheat when a check calls it (the grader refuses a cell that does more than define:
+#: issue 56), which would score if it worked
 CHEATS = {
     "cheat: replaces the check": ('''
 import streamlab.check
 streamlab.check.fail = lambda *args, **kwargs: None
-''', "all"),
+''', "part"),
     "cheat: reads the solution": ('''
 import json, pathlib
 for up in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents]:
@@ -114,7 +116,7 @@ def kinds(lab: str) -> list[tuple[str, dict, dict]]:
     in a fixed order: the solution and the untouched copy, then a wrong answer, a cheat, a
     right answer in other words and a hang or a crash in turn, so that a small class (a
     teacher's first try) has a little of each (it had only cheats and failures before)."""
-    from labtools import cells_of, grade_id, meta, notebook
+    from labtools import at_call, cells_of, grade_id, meta, notebook
 
     solution = cells_of(lab, "solution")
     checks = [c for c in notebook("solutions", lab).cells if meta(c).get("grade")]
@@ -129,8 +131,8 @@ def kinds(lab: str) -> list[tuple[str, dict, dict]]:
     part_of_first = next(p for p, src in uses.items() if first in src)
     for name, (code, scope) in CHEATS.items():
         # the empty answer first: a cheat that worked would then replace it
-        cell = gutted(solution[first]) + "\n" + \
-            code.replace("{lab}", lab).replace("{function}", first)
+        cell = gutted(solution[first]) + "\n" + at_call(
+            code.replace("{lab}", lab).replace("{function}", first), first)
         scores = dict.fromkeys(points, 0.0) if scope == "all" else \
             dict(full, **{part_of_first: 0.0})
         out.append((name, dict(solution, **{first: cell}), scores))

@@ -116,6 +116,33 @@ def submission(lab, code):
     return filled(nb, graded)
 
 
+def at_call(source, name):
+    """An answer cell that runs ``source`` (an attack written at the top of a cell) when a
+    check calls ``name``, not when the cell runs: the grader refuses a cell that does more
+    than define (issue 56), so a test of what lies deeper (the guard, the audit hook, the
+    sandbox, the verdict's writing) attacks from inside the answer, as a learner now
+    must. ``source`` defines ``name`` as well (else the call returns None)."""
+    run = "await " if f"async def {name}(" in source else ""
+    return (f"{'async ' if run else ''}def {name}(*args, **kwargs):\n"
+            f"    g = globals()\n"
+            f"    me = g[{name!r}]\n"
+            f"    exec({source!r}, g)\n"
+            f"    if g[{name!r}] is me:\n"
+            f"        return None\n"
+            f"    return {run}g[{name!r}](*args, **kwargs)\n")
+
+
+def prepended(source, code):
+    """``source`` with ``code`` run first in its first function's body: a probe or a cheat
+    that runs when a check calls the answer (the grader refuses top-level code)."""
+    import ast
+
+    tree = ast.parse(source)
+    first = next(n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
+    first.body[:0] = ast.parse(code).body
+    return ast.unparse(tree)
+
+
 def comparable(nb):
     return [(c.cell_type, c.source, meta(c) or None) for c in nb.cells]
 

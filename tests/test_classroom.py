@@ -213,10 +213,10 @@ def test_judged_outputs_that_do_not_match_the_notebook_are_refused(tmp_path):
 GRADER = '''
 import sys
 from streamlab.grading import run_part
-cells = [{"source": "import time\\nprint('started', flush=True)\\nwhile True:\\n"
+cells = [{"source": "import time", "role": "solution", "id": "hang"},
+         {"source": "print('started', flush=True)\\nwhile True:\\n"
                     "    try:\\n        time.sleep(0.1)\\n    except BaseException:\\n"
-                    "        pass\\n", "role": "solution", "id": "hang"},
-         {"source": "pass", "role": "graded", "id": "check_part1"}]
+                    "        pass\\n", "role": "graded", "id": "check_part1"}]
 run_part(cells, "check_part1", cwd=sys.argv[1], hide=[sys.argv[2]], sandbox=sys.argv[3],
          timeout=600)
 '''
@@ -425,7 +425,7 @@ def test_the_parts_folder_holds_the_learners_own_file_not_the_restored_one(tmp_p
     """The worker judges the notebook as nbgrader restored it (hidden tests in its check
     cells), but the file beside the learner's code is their own: nothing to read there."""
     import nbformat
-    from labtools import cells_of, filled, notebook
+    from labtools import cells_of, filled, notebook, prepended
 
     from streamlab.grading.classroom import judge
 
@@ -435,7 +435,8 @@ def test_the_parts_folder_holds_the_learners_own_file_not_the_restored_one(tmp_p
     look = (f"print('the folder holds', sorted(__import__('os').listdir('.')), "
             f"'secret' if 'a hidden' + ' test' in open('{LAB}.ipynb').read() "
             f"else 'no secret')\n")
-    mine = filled(notebook("labs", LAB), dict(solution, **{first: look + solution[first]}))
+    mine = filled(notebook("labs", LAB), dict(solution, **{first: prepended(solution[first],
+                                                                          look)}))
     restored = nbformat.reads(nbformat.writes(mine), as_version=4)  # a copy
     for cell in restored.cells:
         if cell.get("metadata", {}).get("nbgrader", {}).get("grade"):
@@ -486,14 +487,14 @@ def test_a_part_sees_its_workers_gpu_alone(monkeypatch):
     """dask_cuda lists a worker's own GPU first in its CUDA_VISIBLE_DEVICES and the others
     after it; judge() gives the parts the first alone, so a part cannot select another
     worker's GPU (and disturb the timing check judged there)."""
-    from labtools import cells_of, filled, notebook
+    from labtools import cells_of, filled, notebook, prepended
 
     from streamlab.grading import classroom
 
     solution = cells_of(LAB, "solution")
     part = sorted(solution)[0]
-    shown = {part: "import os\nprint('visible:', os.environ.get('CUDA_VISIBLE_DEVICES'))\n"
-             + solution[part]}
+    shown = {part: prepended(solution[part], "import os\n"
+                             "print('visible:', os.environ.get('CUDA_VISIBLE_DEVICES'))\n")}
     nb = nbformat.writes(filled(notebook("labs", LAB), {**solution, **shown}))
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1,0")
     monkeypatch.setenv("STREAMLAB_DEVICE", "sim")  # a GPU 1 may not exist: the simulator
@@ -513,7 +514,7 @@ def test_a_part_cannot_open_the_restored_notebooks_even_by_their_path(tmp_path):
     grader's own frames (its spec) and opens the restored notebooks, the gradebook and the
     solutions by their exact paths gets nothing, even with no sandbox but the audit hook;
     the part still passes on its right answer."""
-    from labtools import cells_of, course, filled, notebook
+    from labtools import cells_of, course, filled, notebook, prepended
 
     from streamlab.grading import course_paths
     from streamlab.grading.classroom import judge, prepare
@@ -541,7 +542,8 @@ for h in sorted(hidden):
 '''
     solution = cells_of(LAB, "solution")
     first = next(iter(solution))
-    nb = filled(notebook("labs", LAB), dict(solution, **{first: solution[first] + cheat}))
+    nb = filled(notebook("labs", LAB), dict(solution, **{first: prepended(solution[first],
+                                                                        cheat)}))
     (tmp_path / "c").mkdir()
     course(tmp_path / "c", LAB)
     mine = tmp_path / "c" / "submitted" / "eve" / LAB / f"{LAB}.ipynb"

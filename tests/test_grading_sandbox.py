@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import streamlab
-from labtools import ROOT, cells_of, submission
+from labtools import ROOT, at_call, cells_of, submission
 
 from streamlab.grading import plan, run_part, sandbox
 
@@ -81,8 +81,21 @@ BWRAP = sandbox.status()[0]
 
 
 def cheat(code):
-    """Lab 02 as graded, with part 3 answered by ``code``."""
-    return plan(submission(LAB, {"add_in_two_streams": code}))
+    """Lab 02 as graded, with part 3 answered by ``code``, run when the check calls the
+    answer (the grader runs no top-level code of the learner's: see the next test)."""
+    return plan(submission(LAB, {"add_in_two_streams": at_call(code, "add_in_two_streams")}))
+
+
+@pytest.mark.parametrize("code", [IN_PYTHON, BELOW_PYTHON], ids=["in Python", "below Python"])
+def test_an_attack_at_the_top_of_an_answer_cell_is_never_run(tmp_path, code):
+    """Issue 56: the grader refuses an answer cell that does more than define, before it
+    runs. The kept right answer these cheats read and define passes nothing: the cell is
+    not run, and the feedback says why and what to do."""
+    cells = plan(submission(LAB, {"add_in_two_streams": code}))
+    got = run_part(cells, "check_part3", cwd=str(tmp_path), timeout=120, sandbox="off")
+    assert not got.passed, got
+    assert any("add_in_two_streams was not run (line" in e and "may only define" in e
+               for e in got.learner_errors), got
 
 
 @pytest.mark.parametrize("code", [IN_PYTHON, BELOW_PYTHON, IN_PYTHON_PROC, BELOW_PYTHON_PROC],
@@ -129,9 +142,8 @@ except OSError:
     LEAKED = False
 '''
     cells = plan(submission(LAB, cells_of(LAB, "solution")))
-    cells.insert(-1, {"source": look, "role": "other", "id": ""})
-    cells.append({"source": "assert SEEN == ['lab02__events.ipynb'], SEEN\n"
-                            "assert not LEAKED", "role": "graded", "id": "look"})
+    cells.append({"source": look + "assert SEEN == ['lab02__events.ipynb'], SEEN\n"
+                                   "assert not LEAKED", "role": "graded", "id": "look"})
     for mode in ("off",) + (("bwrap",) if BWRAP else ()):
         verdict = run_part(cells, "check_part1", cwd=str(cwd), hide=[str(tmp_path / "course"),
                                                                      str(ROOT)],
@@ -239,7 +251,7 @@ def test_replacing_what_the_hook_uses_while_reading_gets_nothing(tmp_path, name,
         # read (3.12, measured on the GPU machine): the cheat's own read goes to
         # '/elsewhere' and fails before the hook sees anything
         assert not hook_only.passed, hook_only
-        assert any("'/elsewhere'" in e for e in hook_only.learner_errors), hook_only
+        assert "'/elsewhere'" in str(hook_only), hook_only
     else:
         assert hook_only.passed is (name == "os.path.join"), hook_only
     if BWRAP is None:
@@ -284,11 +296,18 @@ def test_a_verdict_forged_through_what_writes_it_scores_nothing(tmp_path, code, 
     """The verdict is a Python literal made by the interpreter's own repr of plain values:
     nothing a learner's cell replaces (json's encoder, the grader's helpers) can turn it
     into a pass (each of these passed with nothing solved while verdicts went through
-    json.dumps); what the guard watches is named as tampering."""
-    got = run_part(cheat(code), "check_part3", cwd=str(tmp_path), timeout=120, sandbox="off")
+    json.dumps). Made at the top of the answer cell, the change is refused before it
+    runs; made from inside the answer, while the check runs, it changes nothing, and what
+    the guard watches it names as tampering if the check gets that far."""
+    top = plan(submission(LAB, {"add_in_two_streams": code}))
+    got = run_part(top, "check_part3", cwd=str(tmp_path), timeout=120, sandbox="off")
     assert not got.passed, got
     if named:
-        assert got.kind == "Tampered" and named in got.message, got
+        assert any("was not run" in e for e in got.learner_errors), got
+    got = run_part(cheat(code), "check_part3", cwd=str(tmp_path), timeout=120, sandbox="off")
+    assert not got.passed, got
+    if named and got.kind == "Tampered":
+        assert named in got.message, got
 
 
 @pytest.mark.parametrize("after", ["break", "os._exit(0)"],
@@ -347,8 +366,8 @@ def test_a_setting_replaced_by_one_that_only_compares_equal_is_tampering(tmp_pat
     of another type that only says it is equal: a float subclass whose __eq__ says yes to
     anything, put in the place of lab 05's LONGEST_PAUSE, let a loop blocked for the whole
     wait pass on a GPU (an attack on this lab)."""
-    cells = plan(submission("lab05__host_functions",
-                            {"checksum_when_done": _LOOSENED.replace("{value}", value)}))
+    code = at_call(_LOOSENED.replace("{value}", value), "checksum_when_done")
+    cells = plan(submission("lab05__host_functions", {"checksum_when_done": code}))
     got = run_part(cells, "check_part2", cwd=str(tmp_path), timeout=120, sandbox="off")
     if tampered:
         assert not got.passed and got.kind == "Tampered", got
@@ -371,21 +390,30 @@ L.Run = Run
 '''
 
 
+_HOST_WAIT = '''
+def produce_then_consume(src, data, out, producer_stream, consumer_stream):
+    producer[BLOCKS, THREADS, producer_stream](data, src)
+    producer_stream.synchronize()
+    consumer[BLOCKS, THREADS, consumer_stream](data, out)
+'''
+
+
 def test_a_lab_module_patched_above_the_setup_is_tampering(tmp_path):
     """The guard's first look at the lab's modules is taken before the learner's first
     cell, wherever that cell sits (a cell above the setup once patched lab 02's Run into
     the guard's baseline and passed a host wait: found by an attack; lab 02's checks now
     make theirs in streamlab.runner)."""
-    from labtools import cells_of
-    nb = submission(LAB, {**cells_of(LAB, "solution"), "produce_then_consume": '''
-def produce_then_consume(src, data, out, producer_stream, consumer_stream):
-    producer[BLOCKS, THREADS, producer_stream](data, src)
-    producer_stream.synchronize()
-    consumer[BLOCKS, THREADS, consumer_stream](data, out)
-'''})
+    nb = submission(LAB, {**cells_of(LAB, "solution"), "produce_then_consume": _HOST_WAIT})
     nb.cells.insert(0, {"cell_type": "code", "source": _ABOVE_THE_SETUP, "metadata": {},
                         "outputs": [], "execution_count": None})
     got = run_part(plan(nb), "check_part1", cwd=str(tmp_path), timeout=120, sandbox="off")
+    # (issue 56: a cell that does more than define is refused before it runs)
+    assert not got.passed and any("a cell you added was not run" in e
+                                  for e in got.learner_errors), got
+    # the same patch made from inside the answer, while the check runs, is tampering
+    inside = submission(LAB, {**cells_of(LAB, "solution"), "produce_then_consume": at_call(
+        _ABOVE_THE_SETUP + _HOST_WAIT, "produce_then_consume")})
+    got = run_part(plan(inside), "check_part1", cwd=str(tmp_path), timeout=120, sandbox="off")
     assert not got.passed and got.kind == "Tampered" and "runner.Run" in got.message, got
 
 
@@ -430,31 +458,30 @@ def _earlier(errors):
 @pytest.mark.parametrize("when", ["before the graded cell", "from inside the answer"])
 def test_the_helper_that_names_an_earlier_failure_cannot_turn_it_into_a_pass(tmp_path, when):
     """The verdict of a part that fails after a cell of the learner's failed is built with
-    _child._earlier. Replaced in a cell of the learner's own, it is tampering; replaced
-    from inside the answer while the check runs, the forged pass it writes comes before
-    the real failure, and the first failing verdict wins."""
+    _child._earlier. A cell of the learner's own that replaces it is refused before it
+    runs (issue 56: only definitions); replaced from inside the answer while the check
+    runs, it is tampering: the guard looks again after a check that fails, before the
+    verdict is written."""
     answers = cells_of("lab01__eight_streams", "solution")
     if when == "before the graded cell":
         code = {**answers, "launch_on_streams": "def (broken):\n    pass"}
         extra = _EARLIER_FORGED + "_c._earlier = _earlier\n"
     else:
-        code = {**answers, "launch_on_streams": _EARLIER_FORGED + '''
+        code = {**answers, "launch_on_streams": at_call(_EARLIER_FORGED + '''
 def launch_on_streams(inputs, outputs, streams):
     _c._earlier = _earlier
     raise RuntimeError("the answer fails, after replacing the helper")
-'''}
-        extra = "1 / 0\n"  # an earlier failing cell, so that the helper is called
+''', "launch_on_streams")}
+        extra = "def (oops):\n    pass\n"  # an earlier failing cell: the helper is called
     cells = plan(submission("lab01__eight_streams", code))
     at = next(i for i, c in enumerate(cells) if c["role"] == "graded")
     cells.insert(at, {**cells[at], "role": "other", "id": "", "source": extra})
     got = run_part(cells, "check_part1", cwd=str(tmp_path), timeout=120, sandbox="off")
     assert not got.passed, got
-    if when == "before the graded cell":
+    if when == "before the graded cell":  # (issue 56: refused before it runs)
+        assert any("a cell you added was not run" in e for e in got.learner_errors), got
+    else:  # the guard looks again after a failing check too: the helper is not called
         assert got.kind == "Tampered" and "_child._earlier" in got.message, got
-    else:
-        assert got.kind == "CheckFailed" and "raised RuntimeError" in got.message, got
-        # the replaced helper ran (its empty text, not the real one's), forged pass and all
-        assert "Before this check ran" not in got.message, got
 
 
 #: names of streamlab's modules that streamlab's code rebinds after the module ran, and
@@ -582,3 +609,32 @@ def test_a_wrong_answer_with_the_simulators_flush_turned_off_still_fails(tmp_pat
     got = run_part(plan(submission("lab05__host_functions", cells)), part,
                    cwd=str(tmp_path), timeout=120, sandbox="off")
     assert not got.passed, got
+
+
+def test_no_learner_code_runs_as_a_cell_of_definitions_runs(tmp_path):
+    """Issue 56, item 2: a decorator of the learner's own would run as its cell does, so
+    it is refused; and a module that learner code wrote into the part's folder (as an
+    earlier part's check called it) is not on the import path, so importing it runs
+    nothing. Each answer is wrong: where its code ran, the guard would have to catch it."""
+    own_decorator = '''
+def deco(f):
+    import streamlab.check as c
+    c.fail = lambda *a, **k: None
+    return f
+
+@deco
+def produce_then_consume(*args):
+    pass
+'''
+    got = run_part(plan(submission(LAB, {**cells_of(LAB, "solution"),
+                                         "produce_then_consume": own_decorator})),
+                   "check_part1", cwd=str(tmp_path), timeout=120, sandbox="off")
+    assert not got.passed and got.kind != "Tampered", got
+    assert any("a decorator of your own (deco)" in e for e in got.learner_errors), got
+    (tmp_path / "planted.py").write_text("print('the planted module ran')\n")
+    planted = "import planted\n\ndef produce_then_consume(*args):\n    pass\n"
+    got = run_part(plan(submission(LAB, {**cells_of(LAB, "solution"),
+                                         "produce_then_consume": planted})),
+                   "check_part1", cwd=str(tmp_path), timeout=120, sandbox="off")
+    assert not got.passed and "the planted module ran" not in got.output, got
+    assert any("ModuleNotFoundError" in e and "planted" in e for e in got.learner_errors), got

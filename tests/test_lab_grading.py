@@ -6,7 +6,7 @@ nothing, and the feedback shows a failing check's message alone.
 
 import nbformat
 import pytest
-from labtools import FIRST_HALF, LABS, ROOT, cells_of, course, filled, grade_id, nbgrader, \
+from labtools import FIRST_HALF, LABS, ROOT, at_call, cells_of, course, filled, grade_id, nbgrader, \
     needs_nbgrader, notebook, stdout
 
 from test_grading_sandbox import BELOW_PYTHON, IN_PYTHON
@@ -160,6 +160,11 @@ for up in [here, *here.parents]:
 ''',
 }
 
+# the same replacement made from inside the answer, when the check calls it (a cell that
+# does more than define is not run: issue 56): the guard's look after the check names it
+CHEATS["replaces the check from inside the answer"] = at_call(CHEATS["replaces the check"],
+                                                              "produce_then_consume")
+
 WARNS = '''
 import logging
 import sys
@@ -210,10 +215,15 @@ def test_autograde_cheats_score_nothing_hangs_cost_their_part_warnings_cost_noth
     assert scores["warns"] == total, parts["warns"]
     assert parts["hangs"]["check_part3"] == 0
     assert scores["hangs"] == total - 2, parts["hangs"]
-    feedback = nbformat.read(tmp_path / "autograded" / "cheat0" / lab / f"{lab}.ipynb",
-                             as_version=4)
-    (cell,) = [c for c in feedback.cells if grade_id(c) == "check_part1"]
-    (error,) = [o for o in cell.outputs if o.output_type == "error"]
-    assert error.evalue.startswith("your code replaced") and len(error.traceback) == 1
+    # what the learner reads: one line, saying why
+    for i, said in ((0, "produce_then_consume was not run (line 2: an assignment to more "
+                        "than a name"),
+                    (list(CHEATS).index("replaces the check from inside the answer"),
+                     "your code replaced")):
+        feedback = nbformat.read(tmp_path / "autograded" / f"cheat{i}" / lab / f"{lab}.ipynb",
+                                 as_version=4)
+        (cell,) = [c for c in feedback.cells if grade_id(c) == "check_part1"]
+        (error,) = [o for o in cell.outputs if o.output_type == "error"]
+        assert said in error.evalue and len(error.traceback) == 1, error.evalue
 
 

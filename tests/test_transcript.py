@@ -8,7 +8,7 @@ stays (kept below as an expected failure)."""
 import importlib
 
 import pytest
-from labtools import LABS, cells_of, setup_code, submission
+from labtools import LABS, at_call, cells_of, setup_code, submission
 
 from streamlab import transcript
 from streamlab.grading import (GRADED, LOCKED, Verdict, judge_in_grader, judged_calls, plan,
@@ -234,12 +234,22 @@ JUDGED = [lab for lab in LABS if getattr(importlib.import_module(
 
 @pytest.mark.parametrize("lab", JUDGED)
 def test_in_every_judged_lab_a_pass_written_by_the_part_scores_nothing(tmp_path, lab):
+    """Written at the top of the answer cell, the forgery is refused before it runs
+    (issue 56); written inside the answer, it runs when a check calls it, and the grader,
+    which judges what the checks sent, received nothing to judge."""
     answers = cells_of(lab, "solution")
     first = next(iter(answers))
-    cells = plan(submission(lab, {first: _WRITES_A_PASS_AND_EXITS}))
-    for part in [c["id"] for c in cells if c["role"] == GRADED]:
-        got = run_part(cells, part, cwd=str(tmp_path), timeout=120, sandbox="off")
-        assert not got.passed and got.kind == "Unjudged", (part, got)
+    for code, kind in ((_WRITES_A_PASS_AND_EXITS, None),
+                       (at_call(_WRITES_A_PASS_AND_EXITS, first), "Unjudged")):
+        cells = plan(submission(lab, {**answers, first: code}))
+        calls = [c["id"] for c in cells if c["role"] == GRADED and first in c["source"]]
+        for part in calls:
+            got = run_part(cells, part, cwd=str(tmp_path), timeout=120, sandbox="off")
+            assert not got.passed, (part, got)
+            if kind:
+                assert got.kind == kind, (part, got)
+            else:
+                assert any("was not run" in e for e in got.learner_errors), (part, got)
 
 
 def test_the_judged_labs_are_the_ones_this_file_says():

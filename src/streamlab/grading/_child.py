@@ -17,6 +17,7 @@ import os
 import sys
 import traceback
 
+from .answers import RULE, defines, refusal
 from .sandbox import inside
 
 # What the guard compares: objects learner code has no business replacing.
@@ -139,14 +140,18 @@ def _guard_hook(protect: list[str], hide=(), allow=()):
     return hook
 
 
-def _compile(source: str, name: str):
+def _python(source: str) -> str:
+    """A cell's source as Python: IPython's %magics made the calls they stand for."""
     try:
         from IPython.core.inputtransformer2 import TransformerManager
 
-        source = TransformerManager().transform_cell(source)  # %magics -> calls
+        return TransformerManager().transform_cell(source)
     except ImportError:
-        pass
-    return compile(source, name, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT,
+        return source
+
+
+def _compile(source: str, name: str):
+    return compile(_python(source), name, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT,
                    dont_inherit=True)
 
 
@@ -229,6 +234,11 @@ def main() -> int:
     ns: dict = {"__name__": "__main__", "__builtins__": __builtins__}
     hooked = False
     errors = []
+    learners: set = set()  # the names the learner's cells define (answers.refusal)
+    # the part's folder off the import path: a module that learner code wrote there
+    # (called by an earlier part's check) must not run when a cell imports it
+    here = os.path.realpath(os.getcwd())
+    sys.path[:] = [p for p in sys.path if p and os.path.realpath(p) != here]
     for i, cell in enumerate(spec["cells"]):
         role = cell["role"]
         if role == "graded" and cell["id"] != part:
@@ -240,21 +250,34 @@ def main() -> int:
                 report(False, _tampered(found), "Tampered", errors)
                 return 0
             graded_cell_runs[0] = True
+            failure = None
             try:
                 _run_cell(cell["source"], name, ns, loop)
-            except NotDoneYet as exc:
-                report(False, str(exc) + _earlier(errors), "NotDoneYet", errors)
-            except CheckFailed as exc:
-                report(False, str(exc) + _earlier(errors), "CheckFailed", errors)
             except BaseException as exc:  # noqa: BLE001  (any failure fails the part)
-                report(False, _explain(exc) + _earlier(errors), type(exc).__name__, errors)
+                failure = exc
+            # the guard's second look, whatever the check said: a check whose own
+            # functions the learner's code replaced may fail as if it were the course's bug
+            found = guard.problems(ns)
+            if found:
+                report(False, _tampered(found), "Tampered", errors)
+            elif failure is None:
+                report(True, "", "", errors)
+            elif isinstance(failure, NotDoneYet):
+                report(False, str(failure) + _earlier(errors), "NotDoneYet", errors)
+            elif isinstance(failure, CheckFailed):
+                report(False, str(failure) + _earlier(errors), "CheckFailed", errors)
             else:
-                found = guard.problems(ns)
-                if found:
-                    report(False, _tampered(found), "Tampered", errors)
-                else:
-                    report(True, "", "", errors)
+                report(False, _explain(failure) + _earlier(errors), type(failure).__name__,
+                       errors)
             return 0
+        if role != "locked":  # the learner's: definitions only, run when a check calls them
+            source = _python(cell["source"])
+            why = refusal(source, learners)
+            if why:
+                errors.append(f"{cell['id'] or 'a cell you added'} was not run ({why}). "
+                              f"{RULE}")
+                continue
+            learners |= defines(source)
         if role != "locked" and not hooked:
             sys.addaudithook(_guard_hook(spec["protect"], spec.get("hide", ()),
                                          spec.get("allow", ())))
