@@ -638,3 +638,33 @@ def produce_then_consume(*args):
                    "check_part1", cwd=str(tmp_path), timeout=120, sandbox="off")
     assert not got.passed and "the planted module ran" not in got.output, got
     assert any("ModuleNotFoundError" in e and "planted" in e for e in got.learner_errors), got
+
+
+def test_a_check_that_no_locked_cell_defined_is_not_called(tmp_path):
+    """Issue 56, item 1 in part: with the lab's setup cell deleted, or its nbgrader marks
+    removed, a cell of the learner's could define the check the graded cell calls (a
+    definition, which the grader runs). The graded cell's checks must be the lab's own
+    cells' names, or the part scores nothing and says why. (The deleted setup passed,
+    before.)"""
+    import nbformat
+
+    answers = cells_of("lab01__eight_streams", "solution")
+    fake = "def check_part1(*args, **kwargs):\n    print('Part 1: passed')\n"
+    for how in ("deleted", "marks removed"):
+        nb = submission("lab01__eight_streams", answers)
+        (setup,) = [c for c in nb.cells if c.get("metadata", {}).get("nbgrader", {})
+                    .get("grade_id") == "setup"]
+        if how == "deleted":
+            nb.cells.remove(setup)
+            nb.cells.insert(0, nbformat.v4.new_code_cell(fake))
+        else:
+            setup.metadata.pop("nbgrader")  # (its source as released: the lab's import)
+            nb.cells.insert(nb.cells.index(setup) + 1, nbformat.v4.new_code_cell(fake))
+        got = run_part(plan(nb), "check_part1", cwd=str(tmp_path), timeout=120,
+                       sandbox="off")
+        assert not got.passed and got.kind == "Missing", (how, got)
+        assert "none of the lab's own (locked) cells defined" in got.message, (how, got)
+    # the lab as handed out, answered: its checks are the lab's
+    got = run_part(plan(submission("lab01__eight_streams", answers)), "check_part1",
+                   cwd=str(tmp_path), timeout=120, sandbox="off")
+    assert got.passed, got

@@ -147,3 +147,24 @@ def test_an_answer_that_queues_no_host_function_is_judged_without_waiting(monkey
     assert streamlab.on_simulator() or cuda.is_available()
     with pytest.raises(CheckFailed, match="host functions in the stream"):
         lab05.check_part1(nothing_in_the_stream)
+
+
+def test_a_busy_loop_that_outlasts_the_limit_is_named_as_one():
+    """Lab 05 part 2: a coroutine that loops without awaiting, for longer than the check
+    waits, is named for what it is (it never let the loop run another task), not as a
+    plain time-out: a CI run under load once took the kept busy-poll answer past the 30 s
+    limit on the simulator, and its feedback then said only that it had not returned."""
+    import time
+
+    from streamlab.check import CheckFailed
+    from streamlab.labs import lab05
+
+    async def spins_past_the_limit(stream, h_out):
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < 3:
+            pass
+        return float(h_out.sum())
+
+    with pytest.raises(CheckFailed, match="never let the event loop run another task: .*"
+                                          r"\(after 1 s it had not returned\)"):
+        lab05.check_part2(spins_past_the_limit, limit_s=1)

@@ -225,13 +225,16 @@ def test_the_package_keeps_no_more_state_or_code_than_today():
     passed lab 01's part 1); 11,343 with the grader's rule that a learner's cell may only
     define, read from its syntax before it runs (streamlab.grading.answers, issue 56 item
     2; a decorator or base of the learner's own is refused too), the guard's look after a
-    check that fails too, and the part's folder off the import path. The issue asks fewer than
+    check that fails too, and the part's folder off the import path; 11,361 once a graded
+    cell may call only the checks that the lab's own cells defined (a deleted setup cell
+    let a learner's cell define check_part1); 11,365 once lab 05 names a busy loop that
+    outlasts its time limit as one (a CI run under load said only that it timed out). The issue asks fewer than
     before its work, 10,699
     by this measure. Mutable module-level objects: 65 once the simulator's three slots for
     the launch running now became one record (the launch watch's list is one more)."""
     shape = _shape()
     assert len(shape["mutable"]) <= 65, shape["mutable"]
-    assert shape["code_lines"] <= 11_343, shape["code_lines"]
+    assert shape["code_lines"] <= 11_365, shape["code_lines"]
 
 
 def test_the_shape_measures_find_what_they_count(tmp_path, monkeypatch):

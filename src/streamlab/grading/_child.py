@@ -249,6 +249,10 @@ def main() -> int:
             if found:
                 report(False, _tampered(found), "Tampered", errors)
                 return 0
+            unset = [n for n in _called(cell["source"]) if n not in guard.names]
+            if unset:  # the checks it calls must be the ones the lab's own cells defined
+                report(False, _not_the_labs(unset), "Missing", errors)
+                return 0
             graded_cell_runs[0] = True
             failure = None
             try:
@@ -296,6 +300,26 @@ def main() -> int:
             guard.snapshot_modules()  # modules the lab's own cells imported
     report(False, f"the graded cell {part!r} is missing from the notebook", "Missing", errors)
     return 0
+
+
+def _called(source: str) -> list[str]:
+    """The names a graded cell calls (its checks), builtins left out."""
+    import builtins
+
+    try:
+        tree = ast.parse(_python(source))
+    except SyntaxError:
+        return []
+    return sorted({n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call)
+                   and isinstance(n.func, ast.Name) and not hasattr(builtins, n.func.id)})
+
+
+def _not_the_labs(names: list[str]) -> str:
+    shown = ", ".join(names)
+    return (f"this check calls {shown}, which none of the lab's own (locked) cells defined: "
+            f"the lab's setup cell is missing, or its marks were removed, and a cell of "
+            f"yours may have defined it in its place. Start again from the lab as handed "
+            f"out, copy your answers into it, and hand that in. This part scores nothing")
 
 
 def _earlier(errors: list[str]) -> str:

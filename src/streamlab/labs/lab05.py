@@ -246,6 +246,10 @@ def _part2_inputs(*, seed, limit_s):
             thread.start()
             thread.join(limit_s)
         if thread.is_alive():
+            turns, began = list(seen.get("turns", ())), seen.get("began")
+            if began is not None and not any(t > began for t in turns[1:]):
+                # (a busy loop that outlasts the limit: a slow simulator under load)
+                check.fail(f"{NEVER_FREE} (after {limit_s} s it had not returned)")
             check.fail(f"checksum_when_done had not returned after {limit_s} s: it must "
                        f"await a future that a host function in the stream resolves with "
                        f"loop.call_soon_threadsafe (which wakes the loop), then return")
@@ -284,15 +288,18 @@ def check_part2(checksum_when_done, *, seed=None, limit_s=30):
         run(PART2, checksum_when_done, seed=seed, limit_s=limit_s)
 
 
+NEVER_FREE = ("your coroutine never let the event loop run another task: it waited "
+              "without awaiting (a loop on event.query(), say), so the loop stood still "
+              "until it returned. Await a future that a host function in the stream "
+              "resolves")
+
+
 def _loop_was_free(turns, turn_s, began) -> None:
     """The other task's turns while the answer awaited: at least one, anywhere; on a GPU
     (where the GPU work is real, not a model's) no long pause and a loop free for most
     of the time."""
     if not any(t > began for t in turns[1:-1]):
-        check.fail("your coroutine never let the event loop run another task: it waited "
-                   "without awaiting (a loop on event.query(), say), so the loop stood "
-                   "still until it returned. Await a future that a host function in the "
-                   "stream resolves")
+        check.fail(NEVER_FREE)
     if streamlab.on_simulator():
         print("the other task had a turn while the coroutine awaited; how long the loop "
               "stood still is timed on a GPU only (the simulator's GPU work is a model's)")
