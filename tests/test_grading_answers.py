@@ -13,6 +13,13 @@ ALLOWED = {
     "imports": "import numpy as np\nfrom numba import cuda\nimport sys, logging\n",
     "constants": "N = 1 << 20\nstate = {}\nSIZES = (1, 2, 3)\nx: int = -3\nNAME = 'a' * 2\n",
     "a kernel": "@cuda.jit\ndef k(x):\n    x[0] = 1\n",
+    "a kernel, numba imported here": "from numba import cuda\nimport numba\n@cuda.jit\n"
+                                     "def k(x):\n    x[0] = 1\n@numba.cuda.jit\ndef j(x):\n"
+                                     "    pass\n",
+    "the standard library's own decorators": (
+        "import functools\nfrom dataclasses import dataclass\n@functools.lru_cache(maxsize=None)"
+        "\ndef f(n):\n    return n\n@dataclass\nclass P:\n    x: int = 0\n"
+        "    @staticmethod\n    def s():\n        pass\n"),
     "a device function": "@cuda.jit(device=True)\ndef k(x):\n    return x + 1\n",
     "defaults and annotations": "def f(x: np.ndarray, n=N, *, s: 'cuda.Stream' = None) -> int:"
                                 "\n    return n\n",
@@ -70,6 +77,17 @@ OWN_CODE_AT_DEFINITION = {
     "a decorator from the class body": (
         "class A:\n    def deco(f):\n        return f\n    @deco\n    def g(self):\n"
         "        pass\n", "in class A, a decorator of your own"),
+    "a decorator that hands the function to the interpreter": (
+        "import sys\n@sys.settrace\ndef tracer(frame, event, arg):\n    return tracer\n",
+        "not one of the libraries' own (sys.settrace, that is sys.settrace)"),
+    "a decorator that runs the function at exit": (
+        "import atexit\n@atexit.register\ndef later():\n    pass\n", "that is atexit.register"),
+    "a library's function imported under a decorator's name": (
+        "from sys import settrace as jit\n@jit\ndef tracer(frame, event, arg):\n    pass\n",
+        "that is sys.settrace"),
+    "a property's setter (its name is the learner's)": (
+        "class A:\n    @property\n    def x(self):\n        return 1\n    @x.setter\n"
+        "    def x(self, v):\n        pass\n", "a decorator of your own (x.setter)"),
     "a base of one's own (its __init_subclass__ runs)": (
         "class B:\n    def __init_subclass__(cls):\n        pass\nclass C(B):\n    pass\n",
         "base is a class of your own"),
@@ -79,16 +97,17 @@ OWN_CODE_AT_DEFINITION = {
 @pytest.mark.parametrize("source, said", OWN_CODE_AT_DEFINITION.values(),
                          ids=OWN_CODE_AT_DEFINITION)
 def test_a_definition_that_runs_the_learners_own_code_is_refused(source, said):
-    why = refusal(source, {"helper"})
+    why = refusal(source, {"helper": None})
     assert why is not None and said in why, why
 
 
 def test_what_a_cell_defines():
     from streamlab.grading.answers import defines
 
-    assert defines("import os\nN = 1\ndef f():\n    pass\nclass A:\n    pass\n") == \
-        {"f", "A"}
-    assert defines("def (broken") == set()
+    assert defines("import os, numba.cuda\nimport numpy as np\nfrom numba import cuda as c\n"
+                   "N = 1\ndef f():\n    pass\nclass A:\n    pass\n") == \
+        {"os": "os", "numba": "numba", "np": "numpy", "c": "numba.cuda", "f": None, "A": None}
+    assert defines("def (broken") == {}
 
 
 @pytest.mark.parametrize("source", ALLOWED.values(), ids=ALLOWED)

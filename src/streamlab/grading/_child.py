@@ -234,7 +234,7 @@ def main() -> int:
     ns: dict = {"__name__": "__main__", "__builtins__": __builtins__}
     hooked = False
     errors = []
-    learners: set = set()  # the names the learner's cells define (answers.refusal)
+    learners: dict = {}  # what the learner's cells bound (answers.refusal)
     # the part's folder off the import path: a module that learner code wrote there
     # (called by an earlier part's check) must not run when a cell imports it
     here = os.path.realpath(os.getcwd())
@@ -281,7 +281,7 @@ def main() -> int:
                 errors.append(f"{cell['id'] or 'a cell you added'} was not run ({why}). "
                               f"{RULE}")
                 continue
-            learners |= defines(source)
+            learners.update(defines(source))
         if role != "locked" and not hooked:
             sys.addaudithook(_guard_hook(spec["protect"], spec.get("hide", ()),
                                          spec.get("allow", ())))

@@ -8,9 +8,9 @@ and says what is not a definition, or returns None.
 
 A cell may hold:
 
-* ``def`` and ``async def`` (decorated by a name such as ``cuda.jit``, or a call of one
-  with constant arguments, such as ``cuda.jit(device=True)``; default values constants
-  or names);
+* ``def`` and ``async def`` (decorated by one of the libraries' own, :data:`DECORATORS`,
+  such as ``cuda.jit`` or ``cuda.jit(device=True)`` with constant arguments; default
+  values constants or names);
 * ``class`` (bases named, no keywords such as ``metaclass``; its body held to the same
   rules);
 * imports (of any module but the grader's own, :data:`REFUSED_MODULES`);
@@ -31,6 +31,21 @@ import ast
 #: stop no cheat, since a function may import what it likes when a check calls it
 REFUSED_MODULES = ("streamlab.grading",)
 
+#: the decorators a cell may use, by what they stand for (``cuda.jit`` as the lab's setup
+#: imports it, or the learner's own import of it): the libraries' own, which wrap a
+#: function and run none of it. Any other would be handed the learner's function as the
+#: cell runs (``sys.settrace``, ``atexit.register``: the learner's code then runs when
+#: the interpreter says, not when a check calls it). A property's ``setter`` is refused
+#: too: its name is the learner's, and could be a class of theirs
+DECORATORS = frozenset({
+    "cuda.jit", "numba.cuda.jit", "numba.jit", "numba.njit", "jit", "njit",
+    "staticmethod", "classmethod", "property", "functools.cache", "functools.lru_cache",
+    "cache", "lru_cache", "dataclasses.dataclass", "dataclass", "contextlib.contextmanager",
+    "contextmanager", "contextlib.asynccontextmanager", "asynccontextmanager",
+    "abc.abstractmethod", "abstractmethod",
+    # lab 05's ctypes type of a host function, as its setup cell makes it, or streamlab's
+    "HOST_FN", "streamlab.hostfn.HOST_FN"})
+
 #: the one line a refused cell's feedback ends with
 RULE = ("When a lab is graded, a cell may only define: functions and classes, imports, "
         "and names given constant values. The checks call your functions; put any other "
@@ -40,44 +55,60 @@ _LITERALS = (ast.Constant, ast.Tuple, ast.List, ast.Set, ast.Dict, ast.BinOp, as
 _OPERATORS = (ast.operator, ast.unaryop, ast.Load, ast.expr_context)
 
 
-def refusal(source: str, defined=frozenset()) -> str | None:
+def refusal(source: str, defined=None) -> str | None:
     """Why the cell ``source`` is more than definitions ("line N: ..."), or None. A cell
     that does not parse is left to Python, which says why when the cell runs.
 
-    ``defined``: the names the learner's earlier cells define (:func:`defines`). A
-    decorator or a base class named by one of them, or by a name this cell defined
-    above it, would run the learner's code as the cell runs (the decorator itself, or a
-    base's ``__init_subclass__``), and is refused."""
+    ``defined``: what the learner's earlier cells bound (:func:`defines`). A decorator
+    must be one of :data:`DECORATORS`, found through the names the learner imported it
+    as; a decorator or a base class of the learner's own would run the learner's code as
+    the cell runs (the decorator itself, or a base's ``__init_subclass__``)."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
         return None
-    mine = set(defined)
-    for node in tree.body:
-        why = _statement(node, mine)
-        if why:
-            return f"line {node.lineno}: {why}: only definitions are allowed"
-        mine |= defines(node)
-    return None
+    found = _body(tree.body, dict(defined or {}))
+    return found and f"line {found[0].lineno}: {found[1]}: only definitions are allowed"
 
 
-def defines(node) -> set:
-    """The names a cell (its source) or a statement defines with ``def`` and ``class``."""
+def defines(node) -> dict:
+    """What a cell (its source) or a statement binds: each ``def`` and ``class`` name to
+    None (the learner's own), each imported name to the dotted name it stands for."""
     if isinstance(node, str):
         try:
             node = ast.parse(node)
         except SyntaxError:
-            return set()
-    body = node.body if isinstance(node, ast.Module) else [node]
-    return {n.name for n in body
-            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+            return {}
+    out = {}
+    for n in node.body if isinstance(node, ast.Module) else [node]:
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out[n.name] = None
+        elif isinstance(n, ast.Import):
+            out.update({a.asname: a.name for a in n.names if a.asname})
+            out.update({a.name.split(".")[0]: a.name.split(".")[0]
+                        for a in n.names if not a.asname})
+        elif isinstance(n, ast.ImportFrom):
+            out.update({a.asname or a.name: f"{n.module}.{a.name}" for a in n.names
+                        if a.name != "*"})
+    return out
 
 
-def _statement(node, mine: set) -> str | None:
+def _body(statements, mine: dict):
+    """(the first statement that is more than a definition, why), or None; ``mine``
+    takes what each statement binds, in order."""
+    for node in statements:
+        why = _statement(node, mine)
+        if why:
+            return node, why
+        mine.update(defines(node))
+    return None
+
+
+def _statement(node, mine: dict) -> str | None:
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        return _function(node, mine)
+        return _decorators(node, mine) or _function(node)
     if isinstance(node, ast.ClassDef):
-        return _class(node, mine)
+        return _decorators(node, mine) or _class(node, mine)
     if isinstance(node, (ast.Import, ast.ImportFrom)):
         return _import(node)
     if isinstance(node, (ast.Assign, ast.AnnAssign)):
@@ -86,11 +117,7 @@ def _statement(node, mine: set) -> str | None:
             return f"an assignment to more than a name ({_text(node)})"
         if node.value is None or not _literal(node.value):
             return f"a value that is not a constant ({_text(node)})"
-        annotation = getattr(node, "annotation", None)  # (evaluated at the top of a cell)
-        if annotation is not None and not (_named(annotation) or
-                                           isinstance(annotation, ast.Constant)):
-            return f"an annotation that is more than a name ({_text(annotation)})"
-        return None
+        return _annotations([getattr(node, "annotation", None)])  # (evaluated here)
     if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
         return None  # a docstring
     if isinstance(node, ast.Pass):
@@ -100,47 +127,54 @@ def _statement(node, mine: set) -> str | None:
     return f"{type(node).__name__.lower()} at the top of the cell ({_text(node)})"
 
 
-def _function(node, mine: set) -> str | None:
+def _decorators(node, mine: dict) -> str | None:
     for decorator in node.decorator_list:
-        if not _decorator(decorator):
+        target = decorator.func if isinstance(decorator, ast.Call) else decorator
+        if isinstance(decorator, ast.Call) and not (
+                all(_literal(a) for a in decorator.args) and
+                all(_literal(k.value) for k in decorator.keywords)):
+            return f"a decorator given more than constants ({_text(decorator)})"
+        dotted = _dotted(target)
+        if dotted is None:
             return f"a decorator that is more than a name ({_text(decorator)})"
-        if _root(decorator) in mine:
+        root, _, rest = dotted.partition(".")
+        if root in mine and mine[root] is None:
             return (f"a decorator of your own ({_text(decorator)}), which would run as the "
                     f"cell does")
+        full = ".".join(p for p in (mine.get(root, root), rest) if p)
+        if full not in DECORATORS:
+            return (f"a decorator that is not one of the libraries' own ({_text(decorator)}, "
+                    f"that is {full}): it would run as the cell does")
+    return None
+
+
+def _function(node) -> str | None:
     args = node.args
     for default in args.defaults + [d for d in args.kw_defaults if d is not None]:
-        if not (_literal(default) or _named(default)):
+        if not (_literal(default) or _dotted(default)):
             return f"a default value that is not a constant or a name ({_text(default)})"
-    annotations = [a.annotation for a in args.posonlyargs + args.args + args.kwonlyargs
-                   + [args.vararg, args.kwarg] if a is not None] + [node.returns]
+    return _annotations([a.annotation for a in args.posonlyargs + args.args + args.kwonlyargs
+                         + [args.vararg, args.kwarg] if a is not None] + [node.returns])
+
+
+def _annotations(annotations) -> str | None:
     for annotation in annotations:
-        if annotation is not None and not (_named(annotation) or
+        if annotation is not None and not (_dotted(annotation) or
                                            isinstance(annotation, ast.Constant)):
             return f"an annotation that is more than a name ({_text(annotation)})"
     return None
 
 
-def _class(node, mine: set) -> str | None:
+def _class(node, mine: dict) -> str | None:
     if node.keywords:
         return f"a class with keywords ({_text(node.keywords[0])})"
-    if not all(_named(base) for base in node.bases):
+    if not all(_dotted(base) for base in node.bases):
         return f"a class whose base is more than a name ({node.name})"
-    if any(_root(base) in mine for base in node.bases):
+    if any(mine.get(_dotted(base).partition(".")[0], "") is None for base in node.bases):
         return (f"a class whose base is a class of your own ({node.name}): its "
                 f"__init_subclass__ would run as the cell does")
-    for decorator in node.decorator_list:
-        if not _decorator(decorator):
-            return f"a decorator that is more than a name ({_text(decorator)})"
-        if _root(decorator) in mine:
-            return (f"a decorator of your own ({_text(decorator)}), which would run as the "
-                    f"cell does")
-    inside = set(mine)  # (a class body's own names come first in its decorators)
-    for statement in node.body:
-        why = _statement(statement, inside)
-        if why:
-            return f"in class {node.name}, {why}"
-        inside |= defines(statement)
-    return None
+    found = _body(node.body, dict(mine))  # (a class body's own names come first in it)
+    return found and f"in class {node.name}, {found[1]}"
 
 
 def _import(node) -> str | None:
@@ -154,26 +188,14 @@ def _import(node) -> str | None:
     return None
 
 
-def _decorator(node) -> bool:
-    if isinstance(node, ast.Call):
-        return _named(node.func) and all(_literal(a) for a in node.args) and \
-            all(_literal(k.value) for k in node.keywords)
-    return _named(node)
-
-
-def _root(node) -> str | None:
-    """The name a decorator or a base starts from (``cuda`` in ``cuda.jit(...)``)."""
-    node = node.func if isinstance(node, ast.Call) else node
+def _dotted(node) -> str | None:
+    """A name or a name's attribute (``cuda.jit``) as text: looked up, nothing called;
+    None for anything else."""
+    parts = []
     while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
         node = node.value
-    return node.id if isinstance(node, ast.Name) else None
-
-
-def _named(node) -> bool:
-    """A name, or a name's attribute (``cuda.jit``): looked up, nothing called."""
-    while isinstance(node, ast.Attribute):
-        node = node.value
-    return isinstance(node, ast.Name)
+    return ".".join([node.id, *reversed(parts)]) if isinstance(node, ast.Name) else None
 
 
 def _literal(node) -> bool:
