@@ -207,7 +207,7 @@ WRONG_ON_GPU = {
         _change(RIGHT_EVENT, _KEEP, (_IN_A_WORKER, """\
     while not landed.is_set():
         pass                          # a host wait in disguise: the loop gets no turn
-""")), "check_part2", "gave no other task a turn"),
+""")), "check_part2", "never let the event loop run another task"),
 
     "polls the event on the host for most of the work, then awaits the rest": (
         "checksum_when_done", _change(RIGHT_PART2, *_IMPORT_TIME, ("    await done\n", """\
@@ -226,7 +226,7 @@ WRONG_ON_GPU = {
     "waits on a threading.Event in the loop's own thread": ("checksum_when_done", _change(
         RIGHT_EVENT, (_IN_A_WORKER, "    landed.wait(20)                 # not awaited: the loop "
                                     "stands still until it lands\n")),
-        "check_part2", "gave no other task a turn"),
+        "check_part2", "never let the event loop run another task"),
 
     # a host wait cut into slices, each pause under the longest one allowed (an attack
     # on this lab): the share of the time the loop was free catches them
