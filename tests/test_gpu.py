@@ -160,6 +160,45 @@ def test_a_span_is_a_threads_first_cuda_call_with_the_pool_empty():
             tmod._pool.setdefault(tl.device_id, []).extend(kept)
 
 
+def test_a_long_timeline_gives_its_finished_spans_events_back():
+    """Issue 54: when the pool runs short, the spans whose work has finished are timed
+    (as trace() would time them) and their two events go back to the pool, oldest first,
+    stopping at the first span not finished. So 1,200 spans on one timeline hold and make
+    a few hundred events, not 2,400 (each made while a recorder listens was seen by CUPTI
+    twice), and every span reads as it would have: around the numba events recorded
+    inside it, in order, the long span on another stream included."""
+    from streamlab import timeline as tmod
+
+    warm()
+    s, other = cuda.stream(), cuda.stream()
+    tl = Timeline()
+    before = len(tmod._pool.get(tl.device_id, ()))
+    with tl.span("long", other):  # unfinished while the first few hundred are made
+        streamlab.spin[1, 1, other](streamlab.ms_to_ns(10))
+    inner = []
+    for i in range(1200):
+        a, b = cuda.event(), cuda.event()
+        with tl.span(f"k{i}", s):
+            a.record(s)
+            streamlab.spin[1, 1, s](20_000)  # 20 us
+            b.record(s)
+        inner.append((a, b))
+        if i % 50 == 49:
+            s.synchronize()
+    cuda.synchronize()
+    made = len(tmod._pool.get(tl.device_id, ())) + len(tl._pooled) - before
+    assert tl._timed > 600 and len(tl._pooled) < 400, (tl._timed, len(tl._pooled))
+    assert made < 1500, f"{made} events made for 1,201 spans"
+    spans = tl.trace().spans
+    assert [sp.name for sp in spans] == ["long"] + [f"k{i}" for i in range(1200)]
+    assert spans[0].duration_ms == pytest.approx(10, rel=0.05)
+    for sp, (a, b) in zip(spans[1:], inner):
+        a_ms, b_ms = tl._origin.elapsed_time(a), tl._origin.elapsed_time(b)
+        assert sp.start_ms <= a_ms + 1e-3 and b_ms <= sp.end_ms + 1e-3, (sp, a_ms, b_ms)
+        assert sp.duration_ms - (b_ms - a_ms) < 0.05, (sp, a_ms, b_ms)
+    assert all(x.end_ms <= y.start_ms + 1e-3 for x, y in zip(spans[1:], spans[2:]))
+
+
 def test_a_streams_kind_is_asked_of_the_driver_once():
     """Issue 54: a stream's kind, priority and device are fixed when it is made, so
     stream_info keeps its first answer for as long as the stream object lives."""

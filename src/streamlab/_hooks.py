@@ -179,13 +179,11 @@ def _install_gpu() -> None:
             if not observing() or getattr(_tls, "launch", None) is not None:
                 return orig(self, args, launch_config)
             _tls.launch = (self, args, launch_config)
-            ops.launch_watched(launch_config.stream, 0)
+            ops.launch_watched(launch_config.stream)
             try:
-                out = orig(self, args, launch_config)
+                return orig(self, args, launch_config)
             finally:
                 _tls.launch = None
-            ops.launch_watched(launch_config.stream, 1)
-            return out
         return call
 
     def launch(orig):

@@ -74,7 +74,7 @@ _recorders: list["_Recorder"] = []
 _listeners: list = []  # callables (op) -> None, fed every op under the lock (race checks)
 _after: list = []  # callables () -> None, run after each emit outside the lock (may raise)
 _models: list = []  # model GPUs (streamlab.model), fed every op and every call's end
-_launch_watches: list = []  # (before, after) pairs: fn(stream) around each of the code's launches
+_launch_watches: list = []  # fn(stream), called just before each of the code's launches
 
 OP_KINDS = ("launch", "copy", "memset", "record", "wait", "sync", "query", "hostfn", "host",
          "graph")
@@ -572,30 +572,30 @@ def add_listener(fn) -> None:
 
 
 @contextlib.contextmanager
-def watch_launches(before, after):
-    """Call ``before(stream)`` just before, and ``after(stream)`` just after, every kernel
-    launch issued inside the block that is not streamlab's own (:func:`internal`), from
-    any thread, with the stream the launch names (a stream object, or 0). The functions
-    run outside the lock, marked internal: they may record events (the checks' per-stream
-    spans, :func:`streamlab.check.time_per_stream`)."""
-    pair = (before, after)
+def watch_launches(before):
+    """Call ``before(stream)`` just before every kernel launch issued inside the block
+    that is not streamlab's own (:func:`internal`), from any thread, with the stream the
+    launch names (a stream object, or 0). It runs outside the lock, marked internal: it
+    may record an event (the checks' per-stream spans,
+    :func:`streamlab.check.time_per_stream`). Nothing is called after a launch: an event
+    recorded after each launch held the hardware queues back (lab 08 on an H100)."""
     with _lock:
-        _launch_watches.append(pair)
+        _launch_watches.append(before)
     try:
         yield
     finally:
         with _lock:
-            _launch_watches.remove(pair)
+            _launch_watches.remove(before)
 
 
-def launch_watched(stream, moment: int) -> None:
-    """The hooks' call just before (``moment`` 0) and just after (1) a kernel launch into
-    ``stream``: the watches of :func:`watch_launches`, if any, are told."""
+def launch_watched(stream) -> None:
+    """The hooks' call just before a kernel launch into ``stream``: the watches of
+    :func:`watch_launches`, if any, are told."""
     if not _launch_watches or getattr(_tls, "internal", 0) > 0:
         return
     with internal():
-        for pair in list(_launch_watches):
-            pair[moment](stream)
+        for before in list(_launch_watches):
+            before(stream)
 
 
 def add_after_emit(fn) -> None:

@@ -53,6 +53,7 @@ from . import _device
 from ._device import device_name
 from .model import simulator_model, timeline_made
 from .ops import emit, internal, observing
+from .ops import models as ops_models
 from . import streams as _streams
 from .streams import PER_THREAD_HANDLE, canonical_handle, stream_info, stream_key
 from .trace import HOST_KINDS, KINDS, Row, Span, Trace, check_kind
@@ -138,17 +139,22 @@ _pool: dict[int, list] = {}  # device id -> free events (made in its primary con
 _pool_lock = threading.Lock()
 
 
-def _take_events(device: int, make_current) -> tuple:
-    """Two events of the pool (made 64 at a time when it runs short). A thread whose first
-    CUDA call is a span has no context yet, and cuEventCreate then fails with
+def _take_events(device: int, make_current, recycle) -> tuple:
+    """Two events of the pool. When it runs short, ``recycle()`` first gives back the
+    events of the timeline's spans that have finished (timed now, once), and only then
+    are events made, 64 at a time: so a long timeline does not make two events a span
+    (each seen by CUPTI while a recorder listens: issue 54), and holds few. A thread whose
+    first CUDA call is a span has no context yet, and cuEventCreate then fails with
     CUDA_ERROR_INVALID_CONTEXT (found in review, issue 54): ``make_current()`` then has
     numba make the thread's device current (and raises if it is not the timeline's), and
     the call is made again."""
     with _pool_lock:
         free = _pool.get(device)
         if free is None or len(free) < 2:
-            drv, ok = _driver()
             free = _pool.setdefault(device, [])
+            free += recycle()
+        if len(free) < 2:
+            drv, ok = _driver()
             for _ in range(64):
                 err, ev = drv.cuEventCreate(0)  # CU_EVENT_DEFAULT: timing on
                 if err != ok:
@@ -213,8 +219,10 @@ class _SpanBlock:
                     err, dev = drv.cuCtxGetDevice()
                     if err != ok or int(dev) != tl.device_id:
                         tl._check_current_device()
-                self.start, self.end = _take_events(tl.device_id, tl._check_current_device)
-                tl._pooled += (self.start, self.end)
+                self.start, self.end = _take_events(tl.device_id, tl._check_current_device,
+                                                    tl._recycle)
+                tl._pooled.add(self.start)
+                tl._pooled.add(self.end)
                 (err,) = drv.cuEventRecord(self.start.handle, handle)
                 if err != ok and tl._one_gpu:
                     # a thread with no context current yet: numba makes it current
@@ -284,7 +292,10 @@ class Timeline:
         )
         # one GPU in the process: a span need not ask which GPU is current (issue 54)
         self._one_gpu = not self.simulated and len(cuda.gpus) == 1
-        self._pooled: list = []  # the pool's events this timeline holds, until it is gone
+        # the pool's events this timeline holds: until its spans are timed (_recycle), or
+        # until it is gone
+        self._pooled: set = set()
+        self._timed = 0  # the entries before this one are timed or not the pool's
         if not self.simulated:
             weakref.finalize(self, _give_back, self.device_id, self._pooled)
         timeline_made(self)
@@ -386,6 +397,34 @@ class Timeline:
                 row = Row(f"host: {name}", "host thread", host=True)
                 self._rows[key] = row
         return row.label
+
+    def _recycle(self) -> list:
+        """Time the spans whose work has finished, oldest first, and return their pool
+        events (called with the pool's lock held, when it runs short). A span's times are
+        read as trace() reads them, from the origin event; the entry then keeps the two
+        numbers. It stops at the first span not finished (another stream's, maybe), and
+        leaves every span alone while a model GPU is fed (its predictions find the spans
+        by their events)."""
+        if ops_models():
+            return []
+        drv, ok = _driver()
+        origin = self._origin.handle
+        entries, freed, i = self._entries, [], self._timed
+        while i < len(entries):
+            e = entries[i]
+            if type(e) is _GpuEntry and type(e.end) is _PooledEvent:
+                err, end = drv.cuEventElapsedTime(origin, e.end.handle)
+                if err != ok:  # not finished (or not timeable: trace() will say why)
+                    break
+                err, start = drv.cuEventElapsedTime(origin, e.start.handle)
+                if err != ok:
+                    break
+                freed += (e.start, e.end)
+                e.start, e.end = float(start), float(end)
+            i += 1
+        self._timed = i
+        self._pooled.difference_update(freed)
+        return freed
 
     def _check_current_device(self) -> None:
         if self.simulated:
@@ -521,6 +560,9 @@ class Timeline:
                     (e.start_s - self.host_origin_s) * 1000.0,
                     (e.end_s - self.host_origin_s) * 1000.0,
                 ))
+                continue
+            if type(e.start) is float:  # timed already, its events recycled (_recycle)
+                spans.append(Span(e.name, e.row, e.kind, e.start, e.end))
                 continue
             try:
                 with internal():

@@ -508,13 +508,11 @@ def _sim_launches() -> None:
                 return orig(self, *args)
             _tls.launch = (self, args)
             stream = getattr(self, "_streamlab_stream", 0)
-            launch_watched(stream, 0)
+            launch_watched(stream)
             try:
-                out = orig(self, *args)
+                return orig(self, *args)
             finally:
                 _tls.launch = None
-            launch_watched(stream, 1)
-            return out
         return __call__
 
     def swapped(orig):
