@@ -448,6 +448,23 @@ def test_the_parts_folder_holds_the_learners_own_file_not_the_restored_one(tmp_p
     assert all(p["passed"] for p in result["parts"].values()), result
 
 
+def test_a_workers_judgement_shows_what_the_rebuild_found(tmp_path):
+    """The notes that rebuild() left in a prepared notebook's metadata (a lab cell that
+    was not in the copy) come first in every part's output, as under a serial
+    autograde."""
+    from labtools import cells_of, filled, notebook
+
+    from streamlab.grading.classroom import judge
+
+    nb = filled(notebook("labs", LAB), cells_of(LAB, "solution"))
+    nb.metadata["streamlab_grader_notes"] = ["the lab's cell 'setup' was not in your notebook"]
+    result = judge(f"{LAB}.ipynb", nbformat.writes(nb), submitted=nbformat.writes(nb),
+                   timeout=TIMEOUT, hide=[str(ROOT)])
+    for part in result["parts"].values():
+        assert part["outputs"][0]["text"].startswith(
+            "(the grader: the lab's cell 'setup' was not in your notebook)\n"), part
+
+
 def test_a_class_prepared_from_a_relative_path_is_read_back_for_workers_elsewhere(
         tmp_path, monkeypatch):
     """prepare() runs nbgrader inside the course folder: given a relative path it once
@@ -468,6 +485,13 @@ def test_a_class_prepared_from_a_relative_path_is_read_back_for_workers_elsewher
         prepared(Path("c"), LAB)
     restored = prepare(Path("c"), LAB)
     assert list(restored) == [f"ada/{LAB}.ipynb"]
+    # what the workers judge is the lab rebuilt with ada's answers (issue 56 item 1): her
+    # untouched copy's stubs, never the solutions, and nothing out of place to note
+    rebuilt = nbformat.reads(restored[f"ada/{LAB}.ipynb"], as_version=4)
+    assert rebuilt.metadata["streamlab_grader_notes"] == []
+    answers = [c.source for c in rebuilt.cells
+               if c.get("metadata", {}).get("nbgrader", {}).get("solution")]
+    assert answers and all("YOUR CODE HERE" in a for a in answers), answers
     assert prepared(Path("c"), LAB) == restored
     assert not (tmp_path / "c" / "c").exists()
     # a submission changed, or a new one, after prepare: judged as it was, it would not be

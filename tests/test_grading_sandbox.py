@@ -668,3 +668,89 @@ def test_a_check_that_no_locked_cell_defined_is_not_called(tmp_path):
     got = run_part(plan(submission("lab01__eight_streams", answers)), "check_part1",
                    cwd=str(tmp_path), timeout=120, sandbox="off")
     assert got.passed, got
+
+
+def _gid(cell):
+    return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+
+
+def test_the_grader_runs_the_lab_as_released_with_the_learners_answers_alone(tmp_path):
+    """Issue 56, item 1: the notebook a part runs is rebuilt from the lab's source: every
+    lab cell as released, each answer cell's source from the learner's copy by its grade
+    id, a cell the learner added where it was (the learner's, without any nbgrader marks
+    it carries), never a released answer. What was not where the lab put it is named."""
+    import nbformat
+    from labtools import filled, notebook
+
+    from streamlab.grading import rebuild
+
+    lab = "lab01__eight_streams"
+    released, answers = notebook("solutions", lab), cells_of(lab, "solution")
+    copy = filled(notebook("labs", lab), answers)
+    run, notes = rebuild(copy, released)
+    assert notes == [] and [c["id"] for c in plan(run)] == [c["id"] for c in plan(released)]
+    assert plan(run) == plan(submission(lab, answers))  # the hidden tests, from the source
+    # the untouched copy: its answers are the stubs, never the solutions
+    stubs, notes = rebuild(notebook("labs", lab), released)
+    solution = {_gid(c): c.source for c in released.cells}
+    for cell in plan(stubs):
+        if cell["role"] == "solution":
+            assert cell["source"] != solution[cell["id"]] and "YOUR CODE HERE" in cell["source"]
+    # the setup cell deleted, an answer deleted, a forged graded cell and a scratch cell
+    # added: the lab's cells as released, the added ones the learner's, in place
+    broken = filled(notebook("labs", lab), answers)
+    broken.cells = [c for c in broken.cells if _gid(c) not in ("setup", "wait_for")]
+    forged = nbformat.v4.new_code_cell("check_part3(print)")
+    forged.metadata["nbgrader"] = {"grade": True, "grade_id": "check_part9", "points": 9,
+                                   "locked": True, "solution": False}
+    scratch = nbformat.v4.new_code_cell("def helper():\n    return 1\n")
+    at = [_gid(c) for c in broken.cells].index("check_part1")
+    broken.cells[at + 1:at + 1] = [scratch, forged]
+    run, notes = rebuild(broken, released)
+    assert [(c["role"], c["id"]) for c in plan(run)] == [
+        ("locked", "setup"), ("solution", "launch_on_streams"), ("graded", "check_part1"),
+        ("other", ""), ("other", ""), ("solution", "launch_with_dummies"),
+        ("graded", "check_part2"), ("solution", "wait_for"), ("graded", "check_part3")]
+    assert [c["source"] for c in plan(run)][7] == ""
+    assert any("'setup' was not in your notebook" in n and "as the lab has it" in n
+               for n in notes), notes
+    assert any("answer cell 'wait_for'" in n and "ran it empty" in n for n in notes), notes
+    assert len(notes) == 2 and _gid(broken.cells[at + 2]) == "check_part9"  # (not changed)
+
+
+@pytest.mark.parametrize("how", ["deleted", "marks removed and rewritten"])
+def test_a_setup_cell_deleted_or_rewritten_is_run_as_released(tmp_path, how):
+    """Issue 56, item 1: with the lab's setup cell deleted, or stripped of its marks and
+    rewritten to define the checks, the rebuilt notebook runs the lab's setup as
+    released: the learner's own check_part1 is the lab's again, so a wrong answer fails
+    and a right one passes (the learner who deleted the cell by mistake is graded as
+    the others are)."""
+    import nbformat
+    from labtools import filled, notebook
+
+    from streamlab.grading import rebuild
+
+    lab = "lab01__eight_streams"
+    fake = ("import numpy as np\n\ndef check_part1(*args, **kwargs):\n"
+            "    print('Part 1: passed')\n")
+    wrong = "def launch_on_streams(inputs, outputs, streams):\n    pass\n"
+    verdicts = {}
+    for answer in ("right", "wrong"):
+        answers = dict(cells_of(lab, "solution"))
+        if answer == "wrong":
+            answers["launch_on_streams"] = wrong
+        nb = filled(notebook("labs", lab), answers)
+        (setup,) = [c for c in nb.cells if _gid(c) == "setup"]
+        if how == "deleted":
+            nb.cells.remove(setup)
+            nb.cells.insert(0, nbformat.v4.new_code_cell(fake))
+        else:
+            setup.metadata.pop("nbgrader")
+            setup.source = fake
+        run, notes = rebuild(nb, notebook("solutions", lab))
+        assert any("'setup' was not in your notebook" in n for n in notes), notes
+        verdicts[answer] = run_part(plan(run), "check_part1", cwd=str(tmp_path),
+                                    timeout=120, sandbox="off")
+    assert verdicts["right"].passed, verdicts["right"]
+    assert not verdicts["wrong"].passed and verdicts["wrong"].kind in (
+        "CheckFailed", "Tampered"), verdicts["wrong"]

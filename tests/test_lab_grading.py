@@ -227,3 +227,26 @@ def test_autograde_cheats_score_nothing_hangs_cost_their_part_warnings_cost_noth
         assert said in error.evalue and len(error.traceback) == 1, error.evalue
 
 
+
+
+def test_autograde_runs_the_lab_as_released_whatever_the_copy_did_to_its_cells(tmp_path):
+    """Issue 56, item 1, under the real nbgrader autograde: a copy whose setup cell was
+    deleted (by mistake) is graded as any other, its feedback saying that the grader ran
+    the lab's cell; a copy whose setup cell lost its marks and was rewritten to define a
+    check that passes everything scores nothing for its wrong answer."""
+    lab = "lab01__eight_streams"
+    release, answers = notebook("labs", lab), cells_of(lab, "solution")
+    careless = filled(release, answers)
+    careless.cells = [c for c in careless.cells if grade_id(c) != "setup"]
+    forger = filled(release, dict(answers, launch_on_streams=(
+        "def launch_on_streams(inputs, outputs, streams):\n    pass\n")))
+    (setup,) = [c for c in forger.cells if grade_id(c) == "setup"]
+    setup.metadata.pop("nbgrader")
+    setup.source = "def check_part1(*args, **kwargs):\n    print('Part 1: passed')\n"
+    total, scores, parts = autograde(tmp_path, lab, {"careless": careless, "forger": forger})
+    assert scores["careless"] == total, parts["careless"]
+    assert parts["forger"]["check_part1"] == 0 and scores["forger"] == total - 3, parts
+    feedback = nbformat.read(tmp_path / "autograded" / "careless" / lab / f"{lab}.ipynb",
+                             as_version=4)
+    shown = "".join(stdout(c) for c in feedback.cells if grade_id(c) == "check_part1")
+    assert "(the grader: the lab's cell 'setup' was not in your notebook" in shown, shown

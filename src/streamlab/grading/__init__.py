@@ -82,13 +82,14 @@ class Verdict:
 RESULTS_VERSION = 1
 
 
-def cell_outputs(verdict: Verdict) -> list:
+def cell_outputs(verdict: Verdict, notes=()) -> list:
     """What a graded cell shows for ``verdict``, as nbgrader reads it: the part's output
-    as text, and, when it failed, one error whose text is the check's message."""
+    as text (after ``notes``, what :func:`rebuild` found), and, when it failed, one error
+    whose text is the check's message."""
     from nbformat.v4 import new_output
 
     outputs = []
-    text = verdict.output
+    text = "".join(f"(the grader: {n})\n" for n in notes) + verdict.output
     if verdict.learner_errors:
         text += "".join(f"(an earlier cell failed: {e})\n" for e in verdict.learner_errors)
     if text:
@@ -104,6 +105,62 @@ def graded_cells(nb) -> list:
     """The notebook's graded (check) cells, in order."""
     return [c for c in nb["cells"] if c.get("cell_type") == "code"
             and c.get("metadata", {}).get("nbgrader", {}).get("grade")]
+
+
+def rebuild(submitted, released):
+    """The notebook the grader runs: the lab as ``released`` (its source notebook, hidden
+    tests included), with only the answer cells' source taken from ``submitted``, matched
+    by their grade ids; and the notes for the learner's feedback, one a cell that was not
+    where the lab put it.
+
+    * Every cell of the lab's own (locked text and code, the graded checks) is the
+      released one, whatever the learner's copy holds: a locked cell edited, deleted, or
+      stripped of its nbgrader marks is run as released (issue 56 item 1: a setup cell
+      stripped and rewritten rebound the checks before), and a missing one is named.
+    * An answer cell missing from the copy runs empty, and is named.
+    * A cell the learner added (no grade id the lab knows, a stripped locked cell
+      included) stays where it was, after the lab's cell it followed; it is the learner's
+      and runs under the same rule as an answer (definitions only).
+
+    The released answers (the solutions) are never taken. Neither notebook is changed."""
+    import copy
+
+    from nbformat import from_dict
+
+    def gid(cell):
+        return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+
+    known = {gid(c) for c in released["cells"]} - {None}
+    mine: dict = {}  # grade id -> the learner's cell; None -> cells before any known one
+    added: dict = {None: []}
+    last = None
+    for cell in submitted["cells"]:
+        g = gid(cell)
+        if g in known and g not in mine:
+            mine[g], last = cell, g
+            added.setdefault(g, [])
+        elif cell.get("cell_type") == "code":  # (a learner's text cell runs nothing)
+            plain = copy.deepcopy(cell)
+            plain.get("metadata", {}).pop("nbgrader", None)  # the learner's, whatever marked
+            added.setdefault(last, []).append(plain)
+    cells, notes = [copy.deepcopy(c) for c in added[None]], []
+    for cell in released["cells"]:
+        g, meta = gid(cell), cell.get("metadata", {}).get("nbgrader", {})
+        cell = copy.deepcopy(cell)
+        if g is not None and meta.get("solution"):  # an answer: the learner's, never the lab's
+            if g in mine:
+                cell["source"] = mine[g].get("source", "")
+            else:
+                cell["source"] = ""
+                notes.append(f"your answer cell {g!r} was not in your notebook (deleted, or "
+                             f"its nbgrader marks taken off): the grader ran it empty")
+        elif g is not None and g not in mine and cell.get("cell_type") == "code":
+            notes.append(f"the lab's cell {g!r} was not in your notebook (deleted, or its "
+                         f"nbgrader marks taken off): the grader ran it as the lab has it")
+        cells.append(cell)
+        cells += added.get(g, []) if g is not None else []
+    nb = from_dict({**copy.deepcopy(dict(released)), "cells": cells})
+    return nb, notes
 
 
 def course_paths(root: str | None = None, source_directory: str = "solutions",

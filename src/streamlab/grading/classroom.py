@@ -53,9 +53,10 @@ class ClassError(RuntimeError):
 def judge(name: str, notebook: str, *, submitted: str, timeout: float = 300,
           sandbox: str = "auto", hide=(), protect=()) -> dict:
     """Judge one notebook part by part; what each graded cell shows, as the grader writes
-    it into the notebook. ``notebook``: its JSON text as nbgrader's autograde restored it
-    (the lab's own checks and locked cells, hidden tests included: a learner's edits to
-    them count for nothing); ``submitted``: the learner's own file, which alone is put in
+    it into the notebook. ``notebook``: its JSON text as the grader rebuilt it
+    (:func:`~streamlab.grading.rebuild`: the lab's own cells, hidden tests included, with
+    the learner's answers; what it found in the metadata's ``streamlab_grader_notes``,
+    shown in each part's output); ``submitted``: the learner's own file, which alone is put in
     the part's folder (never the restored one: its hidden tests would be in reach). A Dask task: plain arguments in, a plain
     dict out. ``hide``, ``protect``: as :func:`~streamlab.grading.run_part` takes them
     (the course's folders), besides the worker's other scratch folders."""
@@ -74,6 +75,7 @@ def judge(name: str, notebook: str, *, submitted: str, timeout: float = 300,
     try:
         (Path(work) / Path(name).name).write_text(submitted)
         cells = plan(nb)
+        notes = nb.metadata.get("streamlab_grader_notes", [])  # (what rebuild found)
         parts, how = {}, ""
         for count, cell in enumerate(graded_cells(nb), 1):
             part = cell.metadata["nbgrader"]["grade_id"]
@@ -82,7 +84,7 @@ def judge(name: str, notebook: str, *, submitted: str, timeout: float = 300,
                                hide=[*hide, scratch_base()], timeout=timeout,
                                sandbox=sandbox, env=env)
             how = verdict.sandbox
-            parts[part] = {"outputs": cell_outputs(verdict),
+            parts[part] = {"outputs": cell_outputs(verdict, notes),
                            "execution_count": count, "passed": verdict.passed,
                            # the part's whole run, its process's start included: how
                            # close it came to the time limit

@@ -24,7 +24,7 @@ from nbgrader.preprocessors import ClearHiddenTests, NbGraderPreprocessor, Overw
 from nbgrader.utils import is_locked
 from traitlets import Enum, Integer, List, Unicode
 
-from . import RESULTS_VERSION, cell_outputs, course_paths, graded_cells, plan, run_part
+from . import RESULTS_VERSION, cell_outputs, course_paths, graded_cells, plan, rebuild, run_part
 
 
 _warned: list = []  # the teacher is told once per run that no sandbox could be made
@@ -50,13 +50,14 @@ class GradeInFreshProcesses(NbGraderPreprocessor):
                       "here.").tag(config=True)
 
     def preprocess(self, nb, resources):
-        if self.prepare:
-            return self._prepared(nb, resources), resources
         if self.judged:
             return self._from_judged(nb, resources), resources
-        cwd = resources.get("metadata", {}).get("path") or os.getcwd()
-        cells = plan(nb)
         coursedir = self._coursedir()
+        run, notes = self._rebuilt(nb, resources, coursedir)
+        if self.prepare:
+            return self._prepared(nb, run, notes, resources), resources
+        cwd = resources.get("metadata", {}).get("path") or os.getcwd()
+        cells = plan(run)
         hide, protect = course_paths(*(
             (coursedir.root, coursedir.source_directory, coursedir.db_url)
             if coursedir is not None else ()))
@@ -72,20 +73,43 @@ class GradeInFreshProcesses(NbGraderPreprocessor):
                                  "kept from the course's files by the grader's audit hook "
                                  "alone, which code below Python (ctypes) can get past.",
                                  verdict.sandbox.partition(": ")[2])
-            cell.outputs = cell_outputs(verdict)
+            cell.outputs = cell_outputs(verdict, notes)
             cell.execution_count = count
         return nb, resources
 
-    def _prepared(self, nb, resources):
-        """Write ``nb`` as nbgrader restored it (see ``prepare``); each graded cell then
-        shows that it was not judged, so that a class stopped before its judgements are
-        written scores nothing rather than full marks."""
+    @staticmethod
+    def _rebuilt(nb, resources, coursedir):
+        """The notebook to run: the lab's source notebook with the learner's answers
+        (:func:`streamlab.grading.rebuild`), and its notes. Without nbgrader's course
+        (the preprocessor used on its own), ``nb`` as it is."""
+        import nbformat
+
+        info = resources.get("nbgrader", {})
+        if coursedir is None or not info.get("assignment") or not info.get("notebook"):
+            return nb, []
+        path = os.path.join(coursedir.format_path(coursedir.source_directory, ".",
+                                                  info["assignment"]),
+                            f"{info['notebook']}.ipynb")
+        try:
+            released = nbformat.read(path, as_version=4)
+        except OSError as e:
+            raise ValueError(f"cannot read the lab's source notebook {path} ({e}): the "
+                             f"grader runs each submission as the lab was released, with "
+                             f"only its answers taken from the learner's copy") from None
+        return rebuild(nb, released)
+
+    def _prepared(self, nb, run, notes, resources):
+        """Write ``run``, the notebook the parts run (see ``prepare``), with ``notes`` in
+        its metadata; each graded cell of ``nb`` then shows that it was not judged, so
+        that a class stopped before its judgements are written scores nothing rather than
+        full marks."""
         import nbformat
 
         info = resources.get("nbgrader", {})
         folder = os.path.join(self.prepare, str(info.get("student")))
         os.makedirs(folder, exist_ok=True)
-        nbformat.write(nb, os.path.join(folder, f"{info.get('notebook')}.ipynb"))
+        run.metadata["streamlab_grader_notes"] = list(notes)
+        nbformat.write(run, os.path.join(folder, f"{info.get('notebook')}.ipynb"))
         for cell in graded_cells(nb):
             cell.outputs = [from_dict({
                 "output_type": "error", "ename": "NotJudged", "traceback": [],
