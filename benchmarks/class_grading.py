@@ -101,7 +101,7 @@ def _stage(d: Path) -> dict:
 
 
 def stage_judge(d: Path, workers: list[int], gpus: list[int], timeout: float,
-                within: float | None = None) -> None:
+                within: float | None = None, sandbox: str = "auto") -> None:
     stage = _stage(d)  # (a folder without a prepared class is refused before any import)
     try:
         from dask.distributed import Client, LocalCluster
@@ -137,6 +137,7 @@ def stage_judge(d: Path, workers: list[int], gpus: list[int], timeout: float,
             client.wait_for_workers(count)  # the clock starts with every worker up
             t0 = time.perf_counter()
             results = {lab: judge_class(course, lab, client=client, timeout=timeout,
+                                        sandbox=sandbox,
                                         progress=False, restored=prepared(course, lab),
                                         within=within)
                        for lab in stage["labs"]}
@@ -278,6 +279,10 @@ def main(argv=None) -> int:
                     "JSON (kept in data/runs/class/, shown in docs/gpu-results.md)")
     ap.add_argument("--timeout", type=float, default=10, help="seconds a part may run")
     ap.add_argument("--no-serial", action="store_true", help="skip the serial autograde")
+    ap.add_argument("--sandbox", choices=("auto", "bwrap", "off"), default="auto",
+                    help="as the class grader's --sandbox: off only where no sandbox can be "
+                    "made (scripts/gpu-class.sh passes it on a GPU machine without "
+                    "bubblewrap; the page says which sandbox each run had)")
     ap.add_argument("--out", type=Path, help="write the table to this page")
     a = ap.parse_args(argv)
     if a.n < 1 or any(w < 1 for w in a.workers) or any(g < 1 for g in a.gpus or []):
@@ -302,7 +307,7 @@ def main(argv=None) -> int:
         if a.stage == "prepare":
             stage_prepare(a.dir, a.n, a.labs)
         elif a.stage == "judge":
-            stage_judge(a.dir, a.workers, a.gpus or [], a.timeout, a.within)
+            stage_judge(a.dir, a.workers, a.gpus or [], a.timeout, a.within, a.sandbox)
         else:
             stage_finish(a.dir, a.out, a.record, argv if argv is not None else sys.argv[1:])
         return 0
@@ -324,7 +329,8 @@ def main(argv=None) -> int:
             shutil.copytree(base / "class", course)
             t0 = time.perf_counter()
             for lab in a.labs:
-                grade_class(course, lab, timeout=a.timeout, progress=False, **kw)
+                grade_class(course, lab, timeout=a.timeout, progress=False,
+                            sandbox=a.sandbox, **kw)
             rows.append((how, time.perf_counter() - t0))
             check(course, a.labs, how)
         if not a.no_serial:

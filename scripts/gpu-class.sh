@@ -32,7 +32,11 @@ python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /
 python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/class-site .whl-class/*.whl
 export PYTHONPATH="/tmp/gpu-site:/tmp/class-site:$PWD/src" PYTHONUNBUFFERED=1
 status=0
-python3 benchmarks/class_grading.py --stage judge --dir "$dir" "$@" > "$OUT/judge.log" 2>&1 || status=$?
+# the course's GPU machines have no bubblewrap (and reach no package index): there the
+# sandbox is turned off by name, as the grader requires, and the page says so
+boxed=()
+command -v bwrap >/dev/null || boxed=(--sandbox off)
+python3 benchmarks/class_grading.py --stage judge --dir "$dir" "${boxed[@]}" "$@" > "$OUT/judge.log" 2>&1 || status=$?
 [ -f "$dir/judged.json" ] && cp "$dir/judged.json" "$OUT/"
 grep -E "judged in|Error|error" "$OUT/judge.log" || true
 exit "$status"

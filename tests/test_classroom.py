@@ -190,6 +190,19 @@ def test_a_class_without_dask_gets_a_clear_error(tmp_path, monkeypatch):
         grade_class(tmp_path, LAB, workers=1, progress=False)
 
 
+def test_a_class_where_no_sandbox_can_be_made_stops_unless_it_is_turned_off(monkeypatch):
+    """Issue 56 item 3: the class grader grades in a sandbox, or with it turned off by
+    name: where none can be made it stops before any task, saying why and what to do."""
+    pytest.importorskip("dask.distributed", reason="the class grader needs Dask")
+    from streamlab.grading import sandbox
+    from streamlab.grading.classroom import ClassError, judge_class
+
+    monkeypatch.setattr(sandbox, "status", lambda bwrap=None: (None, "bwrap is not here"))
+    for mode in ("auto", "bwrap"):
+        with pytest.raises(ClassError, match="bwrap is not here.*--sandbox off"):
+            judge_class(ROOT, LAB, client=None, sandbox=mode, progress=False)
+
+
 def test_judged_outputs_that_do_not_match_the_notebook_are_refused(tmp_path):
     """The writer takes each graded cell's output from the workers' results: a results
     file of another version, or without this learner, stops it with what to do."""
@@ -459,7 +472,7 @@ def test_a_workers_judgement_shows_what_the_rebuild_found(tmp_path):
     nb = filled(notebook("labs", LAB), cells_of(LAB, "solution"))
     nb.metadata["streamlab_grader_notes"] = ["the lab's cell 'setup' was not in your notebook"]
     result = judge(f"{LAB}.ipynb", nbformat.writes(nb), submitted=nbformat.writes(nb),
-                   timeout=TIMEOUT, hide=[str(ROOT)])
+                   timeout=TIMEOUT)
     for part in result["parts"].values():
         assert part["outputs"][0]["text"].startswith(
             "(the grader: the lab's cell 'setup' was not in your notebook)\n"), part

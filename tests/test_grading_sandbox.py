@@ -158,11 +158,16 @@ def test_a_sandbox_asked_for_where_none_can_be_made_is_a_clear_error(tmp_path, m
     missing = sandbox.status(str(tmp_path / "no-bwrap"))
     assert missing[0] is None and "could not run" in missing[1]
     monkeypatch.setattr(sandbox, "status", lambda bwrap=None: missing)
-    with pytest.raises(sandbox.SandboxError, match="sandbox='bwrap' was asked for, but"):
+    with pytest.raises(sandbox.SandboxError, match="no sandbox can be made for grading here"):
         run_part([], "p", cwd=str(tmp_path), hide=[str(ROOT)], sandbox="bwrap")
+    # issue 56 item 3: without a sandbox the grader grades only where the teacher turned
+    # it off by name; "auto" (the default) stops and says why, and what to do
+    with pytest.raises(sandbox.SandboxError, match="no sandbox can be made for grading "
+                       "here: .*could not run.*sandbox='off'"):
+        run_part([], "p", cwd=str(tmp_path), hide=[str(ROOT)])
     verdict = run_part([{"source": "pass", "role": "graded", "id": "p"}], "p",
-                       cwd=str(tmp_path), hide=[str(ROOT)], timeout=60)
-    assert verdict.passed and verdict.sandbox.startswith("audit hook only: ")
+                       cwd=str(tmp_path), hide=[str(ROOT)], timeout=60, sandbox="off")
+    assert verdict.passed and verdict.sandbox == "off: asked for"
     with pytest.raises(ValueError, match="sandbox='box': use one of auto, bwrap, off"):
         run_part([], "p", cwd=str(tmp_path), sandbox="box")
 
@@ -754,3 +759,55 @@ def test_a_setup_cell_deleted_or_rewritten_is_run_as_released(tmp_path, how):
     assert verdicts["right"].passed, verdicts["right"]
     assert not verdicts["wrong"].passed and verdicts["wrong"].kind in (
         "CheckFailed", "Tampered"), verdicts["wrong"]
+
+
+UNDO_THE_SANDBOX = r"""
+import ctypes, os, socket
+libc = ctypes.CDLL(None, use_errno=True)
+caps = [l.split()[1] for l in open("/proc/self/status") if l.startswith("CapEff")][0]
+tried = {"uid": os.getuid(), "capabilities": caps}
+if UNDO:  # (only where the sandbox is: outside it, as root, this would change the machine)
+    tried["unmount the course"] = libc.umount2(COURSE.encode(), 2)
+    tried["remount / writable"] = libc.mount(b"none", b"/", None, 32 | 4096, None)
+    for where in ("/", "/etc"):
+        try:
+            open(os.path.join(where, "streamlab-escaped"), "w").close()
+            tried["write in " + where] = "written"
+        except OSError as e:
+            tried["write in " + where] = type(e).__name__
+    try:
+        socket.create_connection(("1.1.1.1", 53), timeout=2)
+        tried["network"] = "connected"
+    except OSError as e:
+        tried["network"] = type(e).__name__
+print("TRIED", tried)
+assert tried["uid"] != 0 and int(tried["capabilities"], 16) == 0, tried
+assert tried["unmount the course"] == -1 and tried["remount / writable"] == -1, tried
+assert tried["write in /"] != "written" and tried["write in /etc"] != "written", tried
+assert tried["network"] != "connected", tried
+"""
+
+
+def test_in_the_sandbox_a_part_is_nobody_and_cannot_undo_it(tmp_path):
+    """Issue 56 item 3: as root with every capability, a part unmounted the folder that
+    hid the course, remounted / writable and set its own grade in the gradebook. In the
+    sandbox it is an unprivileged user with no capability, in namespaces of its own:
+    unmounting, remounting, writing outside its folder and reaching the network all fail,
+    whether or not the grader runs as root (these tests run as root on CI)."""
+    if BWRAP is None:
+        pytest.skip(f"no sandbox on this machine: {sandbox.status()[1]}")
+    course = tmp_path / "course"
+    cwd = course / "autograded" / "ada"
+    cwd.mkdir(parents=True)
+    code = f"COURSE = {str(course)!r}\nUNDO = True\n" + UNDO_THE_SANDBOX
+    verdict = run_part([{"source": code, "role": "graded", "id": "p"}], "p", cwd=str(cwd),
+                       hide=[str(course), str(ROOT)], sandbox="bwrap", timeout=120)
+    assert verdict.sandbox == "bubblewrap" and verdict.passed, verdict
+    assert "'unmount the course': -1" in verdict.output, verdict.output
+    # outside the sandbox, as root here, the part is root with its capabilities (only
+    # looked at: the test can fail)
+    if os.getuid() == 0:
+        look = code.replace("UNDO = True", "UNDO = False")
+        loose = run_part([{"source": look, "role": "graded", "id": "p"}], "p",
+                         cwd=str(cwd), sandbox="off", timeout=120)
+        assert not loose.passed and "'uid': 0" in loose.output, loose

@@ -130,7 +130,8 @@ def report() -> tuple[str, int]:
     from .grading import sandbox
 
     bwrap, why = sandbox.status()
-    says = "in a sandbox (bubblewrap)" if bwrap else f"no sandbox: {why}"
+    says = "in a sandbox (bubblewrap, each part nobody with no capability)" if bwrap else \
+        f"no sandbox: {why} (grading stops unless the sandbox is turned off by name)"
     lines.append(f"  grading        {says}")
     found = checks()
     lines.append("")

@@ -12,8 +12,10 @@ each graded part again, in a fresh Python process of its own (:func:`run_part`):
   standard library's objects, and the names the locked cells defined, with what they
   were before the learner's code ran: a replaced ``check.fail`` (or anything like it)
   fails the part, saying what was replaced;
-* the course's folders are hidden (:mod:`streamlab.grading.sandbox`): by bubblewrap
-  where the system allows it, so that no means reads them; and in any case, from the
+* the course's folders are hidden (:mod:`streamlab.grading.sandbox`): by bubblewrap,
+  so that no means reads them, the part an unprivileged user with no capability (it
+  cannot undo the sandbox); where the teacher turned it off by name, not; and in any
+  case, from the
   learner's first cell on, an audit hook (``sys.addaudithook``: it cannot be removed)
   refuses to open anything in them but what the part needs to run (Python, streamlab,
   its working folder), and to start programs;
@@ -74,7 +76,7 @@ class Verdict:
     output: str = ""
     kind: str = ""  # CheckFailed, NotDoneYet, Tampered, TimedOut, an exception's name
     learner_errors: list = field(default_factory=list)
-    sandbox: str = ""  # "bubblewrap", or "audit hook only: why", or "off: why"
+    sandbox: str = ""  # "bubblewrap", or "off: why" (asked for, or nothing to hide)
 
 
 #: the version of the results file of a class judged on Dask (streamlab.grading.classroom
@@ -220,10 +222,11 @@ def run_part(cells: list[dict], part: str, *, cwd: str, protect=(), hide=(),
     ``protect``: paths the learner's code may not open. ``hide``: folders (the course)
     whose files it may not read at all, apart from what the process needs to run
     (Python, streamlab) and ``cwd``, which should hold the submission alone.
-    ``sandbox``: "auto" hides them with bubblewrap where it works here, and otherwise
-    with the audit hook alone (the verdict's ``sandbox`` says which, and why);
-    "bwrap" requires bubblewrap (:class:`~streamlab.grading.sandbox.SandboxError` if
-    this system cannot make one); "off" uses the audit hook alone."""
+    ``sandbox``: "auto" (the default) and "bwrap" hide them with bubblewrap, the part an
+    unprivileged user with no capability
+    (:class:`~streamlab.grading.sandbox.SandboxError`, saying why and what to do, where
+    this system cannot make that sandbox); "off", asked for by name, uses the audit hook
+    alone (the verdict's ``sandbox`` says which)."""
     from . import sandbox as _sandbox
 
     if sandbox not in _sandbox.SANDBOX_MODES:
@@ -238,13 +241,15 @@ def run_part(cells: list[dict], part: str, *, cwd: str, protect=(), hide=(),
     how = "off: nothing to hide" if not hide else "off: asked for"
     if hide and sandbox != "off":
         bwrap, why = _sandbox.status()
-        if bwrap:
-            command = _sandbox.wrap(command, hide=hide, keep=keep, cwd=cwd, bwrap=bwrap)
-            how = "bubblewrap"
-        elif sandbox == "bwrap":
-            raise _sandbox.SandboxError(f"sandbox='bwrap' was asked for, but {why}")
-        else:
-            how = f"audit hook only: {why}"
+        if not bwrap:
+            raise _sandbox.SandboxError(
+                f"no sandbox can be made for grading here: {why}. The grader grades in "
+                f"one, or with the sandbox turned off by name, where only its audit hook "
+                f"(which code below Python gets past) keeps the course from the "
+                f"learner's code: sandbox='off' (python -m streamlab.grading class ... "
+                f"--sandbox off; nbgrader: --GradeInFreshProcesses.sandbox=off)")
+        command = _sandbox.wrap(command, hide=hide, keep=keep, cwd=cwd, bwrap=bwrap)
+        how = "bubblewrap"
     read_end, write_end = os.pipe()
     spec = {"cells": cells, "part": part, "protect": [os.path.realpath(p) for p in protect],
             "hide": hide, "allow": keep + [os.path.realpath(cwd)],

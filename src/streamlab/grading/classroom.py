@@ -12,7 +12,7 @@ notebooks are in ``submitted/<learner>/LAB/``:
    task (:func:`judge`). The worker writes the notebook into a scratch folder of its own,
    which holds nothing else, and judges each graded part there in the fresh-process
    grader (:func:`streamlab.grading.run_part`: a process per part, a time limit per part,
-   bubblewrap where the system allows it). It returns what each graded cell showed. A
+   bubblewrap's sandbox, or the audit hook alone where it was turned off). It returns what each graded cell showed. A
    worker that dies mid-task has its tasks run again elsewhere by Dask; each submission's
    result is taken once.
 2. **Written by one writer.** This process alone writes: it runs nbgrader's own
@@ -161,7 +161,14 @@ def judge_class(course: Path, lab: str, *, client, timeout: float = 300,
     from dask.distributed import as_completed
 
     from . import course_paths
+    from . import sandbox as _sandbox
 
+    if sandbox != "off" and _sandbox.status()[0] is None:  # before any task: every part
+        # would stop there for the same reason (a worker on another machine checks again)
+        raise ClassError(f"no sandbox can be made for grading here: {_sandbox.status()[1]}."
+                         f" Grade where one can be made, or pass --sandbox off to grade "
+                         f"with the grader's audit hook alone (code below Python gets "
+                         f"past it)")
     course = Path(course).resolve()  # the paths the parts are kept from, whole
     found = submissions(course, lab)
     given = restored is not None
@@ -356,9 +363,9 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--timeout", type=float, default=300,
                     help="seconds a part may run before it scores nothing (default 300)")
     ap.add_argument("--sandbox", choices=("auto", "bwrap", "off"), default="auto",
-                    help="how the course's files are kept from learner code: auto "
-                    "(bubblewrap where the system allows it, else a warning), bwrap "
-                    "(refuse to grade without it), off")
+                    help="how the course's files are kept from learner code: auto or "
+                    "bwrap (bubblewrap, each part an unprivileged user; where this system "
+                    "cannot make it, stop and say why), off (the audit hook alone)")
     ap.add_argument("--db", help="nbgrader's db_url (default: the course's gradebook.db)")
     a = ap.parse_args(argv)
     try:

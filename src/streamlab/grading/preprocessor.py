@@ -38,9 +38,10 @@ class GradeInFreshProcesses(NbGraderPreprocessor):
     protect = List(Unicode(), help="Paths the learner's code may not read while graded "
                    "(besides the course's source folder and gradebook).").tag(config=True)
     sandbox = Enum(["auto", "bwrap", "off"], "auto", help="How the course's files are kept "
-                   "from the learner's code: 'auto' (bubblewrap where this system allows "
-                   "it, else the grader's audit hook alone, with a warning), 'bwrap' "
-                   "(bubblewrap or stop), 'off' (the audit hook alone).").tag(config=True)
+                   "from the learner's code: 'auto' or 'bwrap' (bubblewrap, each part an "
+                   "unprivileged user with no capability; where this system cannot make "
+                   "it, grading stops and says why), 'off' (the grader's audit hook "
+                   "alone, which code below Python gets past).").tag(config=True)
     judged = Unicode("", help="A results file of streamlab.grading.classroom: take each "
                      "graded cell's output from it instead of running the part "
                      "here.").tag(config=True)
@@ -67,12 +68,12 @@ class GradeInFreshProcesses(NbGraderPreprocessor):
             self.log.info("Grading %s in a fresh process", part)
             verdict = run_part(cells, part, cwd=cwd, protect=protect, hide=hide,
                                timeout=self.timeout, sandbox=self.sandbox)
-            if verdict.sandbox.startswith("audit hook only") and not _warned:
+            if verdict.sandbox == "off: asked for" and not _warned:
                 _warned.append(verdict.sandbox)
-                self.log.warning("Grading without a sandbox: %s. The learner's code is "
-                                 "kept from the course's files by the grader's audit hook "
-                                 "alone, which code below Python (ctypes) can get past.",
-                                 verdict.sandbox.partition(": ")[2])
+                self.log.warning("Grading without a sandbox, as asked (sandbox='off'). The "
+                                 "learner's code is kept from the course's files by the "
+                                 "grader's audit hook alone, which code below Python "
+                                 "(ctypes) can get past.")
             cell.outputs = cell_outputs(verdict, notes)
             cell.execution_count = count
         return nb, resources

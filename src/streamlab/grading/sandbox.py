@@ -8,13 +8,20 @@ bubblewrap (``bwrap``, Debian's package ``bubblewrap``) that process sees:
 * in place of each *hidden* folder (the course: its solutions, tests, gradebook, other
   learners' submissions), an empty folder, with only what the part needs put back
   read-only: the Python installation, the folders on its ``sys.path``, and streamlab;
-* its working folder, which holds the submission alone, writable.
+* its working folder, which holds the submission alone, writable;
+* an unprivileged user (``nobody``) in a user namespace of its own, with every
+  capability dropped, whether or not the grader runs as root; no network, and a session
+  of its own.
 
 So learner code cannot read the course's files by any means (Python, ``ctypes``, a
-program it starts), not only by the calls the grader's audit hook sees. Where bubblewrap
-is missing, or the system does not let it make namespaces (some containers), the part
-runs as before, guarded by the audit hook alone, and :func:`status` says why, so that the
-grader can warn the teacher once.
+program it starts), not only by the calls the grader's audit hook sees, and cannot undo
+the sandbox: as root with its capabilities, a part unmounted the folder that hid the
+course, remounted ``/`` writable and set its own score in the gradebook (issue 56); here
+an unmount, a remount or a write outside its folder is refused (``tests/
+test_grading_sandbox.py``). Where bubblewrap is missing, or the system does not let it
+make these namespaces (some containers), :func:`status` says why, and the grader grades
+only if the teacher turned the sandbox off by name (``sandbox="off"``), with the audit
+hook alone.
 
 >>> cmd = wrap(["python3", "-m", "x"], hide=["/course"], keep=["/course/.venv", "/usr"],
 ...            cwd="/course/autograded/ada/lab01", bwrap="/usr/bin/bwrap")
@@ -127,9 +134,14 @@ def wrap(command: list[str], *, hide, keep, cwd: str, bwrap: str) -> list[str]:
     cwd = os.path.realpath(cwd)
     # a process namespace of its own and a /proc of it: the machine's /proc would show
     # every other process's view of the files (/proc/PID/root, /proc/PID/cwd), which
-    # leads past the hidden folders (a cheat read the course's tests that way)
-    args = [bwrap, "--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev",
-            "--unshare-pid", "--proc", "/proc", "--tmpfs", "/tmp", "--die-with-parent"]
+    # leads past the hidden folders (a cheat read the course's tests that way); every
+    # other namespace too (no network), a user namespace in which the part is nobody
+    # with no capability (as root with them, a part undid the mounts: issue 56), and a
+    # session of its own (no keystrokes pushed into the grader's terminal)
+    args = [bwrap, "--unshare-all", "--unshare-user", "--uid", "65534", "--gid", "65534",
+            "--cap-drop", "ALL", "--new-session", "--die-with-parent",
+            "--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev",
+            "--proc", "/proc", "--tmpfs", "/tmp"]
     hidden = ["/tmp"] + hide
     for h in hide:
         args += ["--tmpfs", h]
