@@ -114,8 +114,7 @@ def _stream_text(op) -> str:
 
 def _part1_inputs(*, kernels, seed):
     least, greatest = priority_range()  # asked before the learner's code runs
-    rng = np.random.default_rng(seed)
-    size = int(rng.integers(16, 33))   # one block of 32 threads covers it
+    size = _part1_size(seed)   # one block of 32 threads covers it
     last_end = cuda.to_device(np.zeros(1, np.uint64))
     started = cuda.to_device(np.zeros(1, np.uint64))
     out = cuda.to_device(np.full(size, -1.0, np.float32))
@@ -136,14 +135,19 @@ def _part1_inputs(*, kernels, seed):
               f"({total_ms:.0f} ms) ended")
 
     return Inputs(lambda fn: fn(BLOCK_NS, last_end, out, started), outputs={"out": out},
-                  returned=lambda _: ({"priority range": (least, greatest)}, {}),
-                  expected={"out": (2.0 * np.arange(size, dtype=np.float32), "out")},
+                  returned=lambda _: ({"least priority": least,
+                                       "greatest priority": greatest}, {}),
                   after=ahead)
+
+
+def _part1_size(seed) -> int:
+    """How many of ``out``'s elements the urgent kernel fills (16 to 32), from the seed."""
+    return int(np.random.default_rng(seed).integers(16, 33))
 
 
 def _part1_rules(run, order, *, kernels, seed):
     ops = run.ops
-    least, greatest = run.values["priority range"]
+    least, greatest = run.values["least priority"], run.values["greatest priority"]
     check.no_host_sync(ops, "launch_urgent")
     bg, ur = ops.launches("background"), ops.launches("urgent")
     if len(bg) != kernels or len(ur) != 1:
@@ -172,7 +176,11 @@ def _part1_rules(run, order, *, kernels, seed):
                        f"waits for the background")
 
 
-PART1 = Check(1, None, _part1_inputs, _part1_rules)
+# judged again in the grader (JUDGES), its expected output made there from the seed
+PART1 = Check(1, f"{__name__}.check_part1", _part1_inputs, _part1_rules,
+              lambda *, kernels, seed: {
+                  "out": (2.0 * np.arange(_part1_size(seed), dtype=np.float32), "out")},
+              seeded=True)
 
 
 def check_part1(launch_urgent, *, kernels=4, seed=None):
@@ -244,3 +252,8 @@ def check_part2(issue_breadth_first, *, count=N_STREAMS, seed=None):
     """Every step_a before any step_b, each stream's B after its A in that stream; on a
     GPU, the 2 x count kernels take well under depth-first's time."""
     run(PART2, issue_breadth_first, count=count, seed=seed)
+
+
+#: the checks the grader judges again from what they saw (streamlab.grading); part 1's
+#: timing on a GPU and part 2's makespan are read in the learner's process
+JUDGES = {"check_part1": (PART1.judge, 1)}
