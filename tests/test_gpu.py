@@ -199,6 +199,37 @@ def test_a_long_timeline_gives_its_finished_spans_events_back():
     assert all(x.end_ms <= y.start_ms + 1e-3 for x, y in zip(spans[1:], spans[2:]))
 
 
+def test_a_span_timed_when_its_events_went_back_tells_the_race_check_it_finished():
+    """Issue 54: a span whose events the pool took back was timed then, when its end
+    event had happened; the recorders hear of it as of trace()'s look (a query of that
+    event that found it done, streamlab's own), so the race check still knows the host
+    saw the span's work finish."""
+    from streamlab import timeline as tmod
+
+    warm()
+    s = cuda.stream()
+    tl = Timeline()
+    with tmod._pool_lock:
+        kept = tmod._pool.pop(tl.device_id, [])
+    try:
+        with streamlab.record_ops() as ops:
+            for i in range(100):  # more than the 64 events made at a time: some go back
+                with tl.span(f"k{i}", s):
+                    streamlab.spin[1, 1, s](1000)
+                if i % 10 == 9:
+                    s.synchronize()
+        assert tl._timed > 0, "nothing was taken back"
+        ends = {id(op.event) for op in ops if op.kind == "query" and op.internal
+                and op.detail.get("result") is True}
+        records = [op for op in ops if op.kind == "record" and op.internal]
+        assert len(records) == 200
+        firsts = records[1:2 * tl._timed:2]  # the end events of the spans timed early
+        assert firsts and all(id(op.event) in ends for op in firsts), len(ends)
+    finally:
+        with tmod._pool_lock:
+            tmod._pool.setdefault(tl.device_id, []).extend(kept)
+
+
 def test_a_streams_kind_is_asked_of_the_driver_once():
     """Issue 54: a stream's kind, priority and device are fixed when it is made, so
     stream_info keeps its first answer for as long as the stream object lives."""

@@ -811,3 +811,26 @@ def test_in_the_sandbox_a_part_is_nobody_and_cannot_undo_it(tmp_path):
         loose = run_part([{"source": look, "role": "graded", "id": "p"}], "p",
                          cwd=str(cwd), sandbox="off", timeout=120)
         assert not loose.passed and "'uid': 0" in loose.output, loose
+
+
+@pytest.mark.parametrize("target", ["streamlab.check.fail", "the lab's setup helper"])
+def test_a_function_whose_code_is_swapped_is_tampering(tmp_path, target):
+    """Issue 56, mechanism 1: assigning a new ``__code__`` (or new defaults) keeps the
+    function the same object, which an identity check took as unchanged; check.fail
+    swapped so that it raises nothing passed a wrong answer. The guard keeps each watched
+    function's code, and a locked cell's own functions' too."""
+    lab = "lab01__eight_streams"
+    if target == "the lab's setup helper":
+        swap = ("import streamlab.labs.lab01 as lab\n"
+                "lab.fresh_inputs.__defaults__ = (99,)\n")
+    else:
+        module, name = target.rsplit(".", 1)
+        swap = (f"import {module} as m\n"
+                f"m.{name}.__code__ = (lambda *a, **k: None).__code__\n")
+    wrong = "def launch_on_streams(inputs, outputs, streams):\n    pass\n"
+    code = at_call(swap + wrong, "launch_on_streams")
+    got = run_part(plan(submission(lab, {**cells_of(lab, "solution"),
+                                         "launch_on_streams": code})),
+                   "check_part1", cwd=str(tmp_path), timeout=120, sandbox="off")
+    assert not got.passed and got.kind == "Tampered", got
+    assert "the code of" in got.message, got

@@ -404,11 +404,13 @@ class Timeline:
         read as trace() reads them, from the origin event; the entry then keeps the two
         numbers. It stops at the first span not finished (another stream's, maybe), and
         leaves every span alone while a model GPU is fed (its predictions find the spans
-        by their events)."""
+        by their events). The recorders hear of each span timed here as of trace()'s
+        look at it: a query of its end event that found it done (the race check then
+        knows the host saw that work finish, as it would have in trace())."""
         if ops_models():
             return []
         drv, ok = _driver()
-        origin = self._origin.handle
+        origin, told = self._origin.handle, observing()
         entries, freed, i = self._entries, [], self._timed
         while i < len(entries):
             e = entries[i]
@@ -419,6 +421,9 @@ class Timeline:
                 err, start = drv.cuEventElapsedTime(origin, e.start.handle)
                 if err != ok:
                     break
+                if told:
+                    with internal():
+                        emit("query", "event", event=e.end, detail={"result": True})
                 freed += (e.start, e.end)
                 e.start, e.end = float(start), float(end)
             i += 1

@@ -59,6 +59,9 @@ class Guard:
         self.classes: dict = {}   # (module, class name) -> {attribute: object}
         self.names: dict = {}     # names the locked cells defined -> object
         self.sysmods: dict = {}
+        # every watched Python function -> (its code, defaults, keyword defaults): a
+        # function whose __code__ was swapped is the same object doing something else
+        self.codes: dict = {}
 
     def snapshot_modules(self) -> None:
         """Note the objects of every watched module loaded now (and not noted yet)."""
@@ -72,12 +75,21 @@ class Guard:
                     continue
                 if _worth_watching(value) or _settings(name, value):
                     attrs[attr] = value
+                    self._note_code(value)
                     if inspect.isclass(value) and value.__module__ == name:
                         self.classes[(name, attr)] = (value, {
                             k: v for k, v in list(vars(value).items())
                             if _worth_watching(v) or isinstance(v, (staticmethod, classmethod,
                                                                     property))})
+                        for v in self.classes[(name, attr)][1].values():
+                            self._note_code(getattr(v, "__func__", v))
+                            for part in ("fget", "fset", "fdel"):
+                                self._note_code(getattr(v, part, None))
             self.modules[name] = attrs
+
+    def _note_code(self, fn) -> None:
+        if inspect.isfunction(fn) and fn not in self.codes:
+            self.codes[fn] = (fn.__code__, fn.__defaults__, fn.__kwdefaults__)
 
     def remember(self, ns: dict, before: dict) -> None:
         """Note the names a locked cell (re)defined: learner code must leave them."""
@@ -86,6 +98,7 @@ class Guard:
                 continue
             if key not in before or before[key] is not value:
                 self.names[key] = value
+                self._note_code(value)
 
     def problems(self, ns: dict) -> list[str]:
         """What was replaced since the snapshots, in words; empty if nothing."""
@@ -108,6 +121,10 @@ class Guard:
         for key, value in self.names.items():
             if ns.get(key) is not value:
                 found.append(f"the name {key!r} that the lab's locked cells define")
+        for fn, (code, defaults, kwdefaults) in self.codes.items():
+            if fn.__code__ is not code or fn.__defaults__ is not defaults or \
+                    fn.__kwdefaults__ is not kwdefaults:
+                found.append(f"the code of {fn.__module__}.{fn.__qualname__}")
         return found
 
 
