@@ -834,3 +834,23 @@ def test_a_function_whose_code_is_swapped_is_tampering(tmp_path, target):
                    "check_part1", cwd=str(tmp_path), timeout=120, sandbox="off")
     assert not got.passed and got.kind == "Tampered", got
     assert "the code of" in got.message, got
+
+
+@pytest.mark.parametrize("how", ["rebound", "code swapped"])
+def test_the_guard_cannot_be_turned_off_through_itself(tmp_path, how):
+    """Issue 56, mechanism 2: the guard's own look (Guard.problems on the grader's child
+    module), rebound or its code swapped, answered "nothing replaced"; with check.fail's
+    code swapped as well, a wrong answer passed. The child calls the look it took before
+    any learner code ran, and compares the code of its own functions in its running main
+    function, which no swap reaches."""
+    lab = "lab01__eight_streams"
+    off = ("c.Guard.problems = lambda self, ns: []\n" if how == "rebound" else
+           "c.Guard.problems.__code__ = (lambda self, ns: []).__code__\n")
+    attack = ("import streamlab.grading._child as c\nimport streamlab.check as k\n" + off +
+              "k.fail.__code__ = (lambda *a, **kw: None).__code__\n"
+              "def launch_on_streams(inputs, outputs, streams):\n    pass\n")
+    got = run_part(plan(submission(lab, {**cells_of(lab, "solution"), "launch_on_streams":
+                                         at_call(attack, "launch_on_streams")})),
+                   "check_part1", cwd=str(tmp_path), timeout=120, sandbox="off")
+    assert not got.passed and got.kind == "Tampered", got
+    assert "Guard.problems" in got.message, got

@@ -246,6 +246,13 @@ def main() -> int:
     for info in pkgutil.iter_modules(streamlab.labs.__path__, "streamlab.labs."):
         importlib.import_module(info.name)
     guard = Guard()
+    # the grader's own functions as they are now, and the guard's look itself: learner
+    # code that swaps their code, or rebinds Guard's methods, must not turn the guard
+    # off (with check.fail's code swapped too, a wrong answer passed). Compared in this
+    # running function's own code, which no swap reaches
+    own = tuple((f, f.__code__) for f in (*vars(sys.modules[__name__]).values(),
+                                          *vars(Guard).values()) if inspect.isfunction(f))
+    look = Guard.problems
     guard.snapshot_modules()
     loop = asyncio.new_event_loop()
     ns: dict = {"__name__": "__main__", "__builtins__": __builtins__}
@@ -262,7 +269,8 @@ def main() -> int:
             continue
         name = f"<cell {i}: {cell['id'] or role}>"
         if role == "graded":
-            found = guard.problems(ns)
+            found = look(guard, ns) + [f"the code of the grader's own {f.__qualname__}"
+                                       for f, code in own if f.__code__ is not code]
             if found:
                 report(False, _tampered(found), "Tampered", errors)
                 return 0
@@ -278,7 +286,8 @@ def main() -> int:
                 failure = exc
             # the guard's second look, whatever the check said: a check whose own
             # functions the learner's code replaced may fail as if it were the course's bug
-            found = guard.problems(ns)
+            found = look(guard, ns) + [f"the code of the grader's own {f.__qualname__}"
+                                       for f, code in own if f.__code__ is not code]
             if found:
                 report(False, _tampered(found), "Tampered", errors)
             elif failure is None:
