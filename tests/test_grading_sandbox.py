@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import streamlab
-from labtools import ROOT, at_call, cells_of, submission
+from labtools import ROOT, at_call, cells_of, prepended, submission
 
 from streamlab.grading import plan, run_part, sandbox
 
@@ -854,3 +854,22 @@ def test_the_guard_cannot_be_turned_off_through_itself(tmp_path, how):
                    "check_part1", cwd=str(tmp_path), timeout=120, sandbox="off")
     assert not got.passed and got.kind == "Tampered", got
     assert "Guard.problems" in got.message, got
+
+
+def test_ipythons_transformer_replaced_or_planted_drops_no_hidden_test(tmp_path):
+    """Issue 56, mechanism 4: a learner's code that replaced IPython's input transformer
+    (or planted a module in its place in sys.modules) emptied the cells after it, hidden
+    tests included. No learner code runs now until a check calls it, and by then every
+    cell, the graded one with its hidden tests, has been read: the hidden test still
+    runs (its check's second pass is in the output)."""
+    lab = "lab01__eight_streams"
+    answers = cells_of(lab, "solution")
+    attack = ("import sys, types\n"
+              "from IPython.core import inputtransformer2 as t\n"
+              "t.TransformerManager.transform_cell = lambda self, cell: 'pass'\n"
+              "sys.modules['IPython.core.inputtransformer2'] = types.ModuleType('planted')\n")
+    code = prepended(answers["launch_on_streams"], attack)
+    got = run_part(plan(submission(lab, {**answers, "launch_on_streams": code})),
+                   "check_part1", cwd=str(tmp_path), timeout=120, sandbox="off")
+    assert got.passed, got
+    assert got.output.count("Part 1: passed") == 2, got.output  # the hidden test's too
