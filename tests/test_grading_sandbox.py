@@ -873,3 +873,53 @@ def test_ipythons_transformer_replaced_or_planted_drops_no_hidden_test(tmp_path)
                    "check_part1", cwd=str(tmp_path), timeout=120, sandbox="off")
     assert got.passed, got
     assert got.output.count("Part 1: passed") == 2, got.output  # the hidden test's too
+
+
+SIDE_DOORS = r"""
+import os, shutil, sqlite3
+tried = {}
+for name, attempt in (
+        ("a hard link", lambda: os.link(SECRET, "leak")),
+        ("a move", lambda: os.rename(SECRET, "moved")),
+        ("a copy", lambda: shutil.copyfile(SECRET, "copied")),
+        ("SQLite", lambda: sqlite3.connect(DB).execute("create table mine (x)")),
+        ("SQLite by URI", lambda: sqlite3.connect("file:" + DB + "?mode=rw", uri=True)
+         .execute("create table mine (x)")),
+        ("a removal", lambda: os.remove(DB))):
+    try:
+        attempt()
+        tried[name] = "done"
+    except Exception as e:
+        tried[name] = type(e).__name__
+print("TRIED", tried)
+"""
+
+
+def test_with_the_sandbox_off_no_side_door_reaches_the_solutions_or_the_gradebook(tmp_path):
+    """Issue 56, mechanism 6: with the sandbox off, the audit hook refused open() of a
+    protected file, but a hard link or a move gave it a path in the part's folder, and
+    SQLite (which opens its file in C) wrote the gradebook. The hook now sees the paths
+    of links, moves, copies, removals and SQLite's connections (a URI's too)."""
+    course = tmp_path / "course"
+    (course / "solutions").mkdir(parents=True)
+    secret = course / "solutions" / "answer.py"
+    secret.write_text("ANSWER = 42\n")
+    db = course / "gradebook.db"
+    import sqlite3
+
+    sqlite3.connect(db).execute("create table grade (x)").connection.commit()
+    cwd = tmp_path / "work"
+    cwd.mkdir()
+    lab = "lab01__eight_streams"
+    answers = cells_of(lab, "solution")
+    probe = f"SECRET, DB = {str(secret)!r}, {str(db)!r}\n" + SIDE_DOORS
+    code = prepended(answers["launch_on_streams"], probe)
+    got = run_part(plan(submission(lab, {**answers, "launch_on_streams": code})),
+                   "check_part1", cwd=str(cwd), protect=[str(secret.parent), str(db)],
+                   timeout=120, sandbox="off")
+    line = next(l for l in got.output.splitlines() if l.startswith("TRIED"))
+    tried = ast.literal_eval(line[len("TRIED "):])
+    assert set(tried.values()) == {"PermissionError"}, tried
+    assert secret.read_text() == "ANSWER = 42\n" and sorted(os.listdir(cwd)) == []
+    tables = sqlite3.connect(db).execute("select name from sqlite_master").fetchall()
+    assert tables == [("grade",)], tables

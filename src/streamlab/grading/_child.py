@@ -128,6 +128,14 @@ class Guard:
         return found
 
 
+#: the audit events that name files, and how many of their first arguments are paths
+_PATHS = {"open": 1, "os.listdir": 1, "os.scandir": 1, "os.link": 2, "os.symlink": 2,
+          "os.rename": 2, "os.remove": 1, "os.truncate": 1, "os.chmod": 1, "os.chown": 1,
+          "os.utime": 1, "os.rmdir": 1, "shutil.copyfile": 2, "shutil.copytree": 2,
+          "shutil.move": 2, "shutil.rmtree": 1, "sqlite3.connect": 1}
+_LISTS = ("open", "os.listdir", "os.scandir")  # (no path: the working folder)
+
+
 def _guard_hook(protect: list[str], hide=(), allow=()):
     """An audit hook: no reading the solutions, the gradebook, or anything in the hidden
     folders (the course) but what the part needs to run; no starting programs."""
@@ -140,16 +148,22 @@ def _guard_hook(protect: list[str], hide=(), allow=()):
     realpath, fsdecode, under = os.path.realpath, os.fsdecode, inside
 
     def hook(event, args):
-        if event in ("open", "os.listdir", "os.scandir") and args and (protect or hide):
-            path = args[0]
-            if isinstance(path, int):
-                return
-            try:
-                real = realpath(fsdecode(path if path is not None else "."))
-            except (TypeError, ValueError):
-                return
-            if under(real, protect) or (under(real, hide) and not under(real, allow)):
-                raise PermissionError(f"the grader does not let lab code read {real}")
+        if event in _PATHS and args and (protect or hide):
+            # (a hard link or a move into the part's folder gave a protected file a path
+            # there; SQLite opens a file in C: its path is seen here, with the sandbox
+            # off, so that no part writes the gradebook; issue 56)
+            for path in args[:_PATHS[event]]:
+                if isinstance(path, int) or (path is None and event not in _LISTS):
+                    continue
+                try:
+                    path = fsdecode(path if path is not None else ".")
+                    if event == "sqlite3.connect" and path.startswith("file:"):
+                        path = path[5:].split("?")[0]  # (a URI: file:PATH?mode=rw)
+                    real = realpath(path)
+                except (TypeError, ValueError):
+                    continue
+                if under(real, protect) or (under(real, hide) and not under(real, allow)):
+                    raise PermissionError(f"the grader does not let lab code read {real}")
         elif event in ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn",
                        "os.spawn", "os.fork", "os.forkpty", "pty.spawn"):
             raise PermissionError("the grader does not let lab code start programs")
