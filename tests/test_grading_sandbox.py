@@ -920,6 +920,48 @@ def test_with_the_sandbox_off_no_side_door_reaches_the_solutions_or_the_gradeboo
     line = next(l for l in got.output.splitlines() if l.startswith("TRIED"))
     tried = ast.literal_eval(line[len("TRIED "):])
     assert set(tried.values()) == {"PermissionError"}, tried
+    # the hook keeps what it reads: at the interpreter's exit, module globals are None
+    assert "Exception ignored in audit hook" not in got.output, got.output
     assert secret.read_text() == "ANSWER = 42\n" and sorted(os.listdir(cwd)) == []
     tables = sqlite3.connect(db).execute("select name from sqlite_master").fetchall()
     assert tables == [("grade",)], tables
+
+
+# check.fail silenced while the check runs, and put back (by a tracer, on the check's
+# return) before the guard's second look: the guard sees it as the lab set it
+SILENCED_WHILE_CHECKED = r"""
+import sys
+import streamlab.check as k
+kept = k.fail.__code__
+k.fail.__code__ = (lambda *a, **kw: None).__code__
+def put_back(frame, event, arg):
+    if event == "return" and frame.f_code.co_name.startswith("check_part"):
+        k.fail.__code__ = kept
+    return put_back
+f = sys._getframe(1)
+while f is not None:
+    f.f_trace = put_back
+    f = f.f_back
+sys.settrace(put_back)
+"""
+
+
+@pytest.mark.parametrize("lab, answer, judged", [
+    ("lab04__pipeline", "copy_compute_copy", True),
+    pytest.param("lab01__eight_streams", "launch_on_streams", False, marks=pytest.mark.xfail(
+        strict=True, reason="a known gap (labs/README.md): a check judged in the learner's "
+                            "process alone is silenced there and put back before the guard "
+                            "looks again; judged again in the grader, it scores nothing"))])
+def test_a_check_silenced_while_it_runs_and_put_back_scores_nothing(tmp_path, lab, answer,
+                                                                      judged):
+    """Issue 56, mechanisms 7 and 9: a tracer (or a thread) that silences check.fail only
+    while a check runs, and puts it back before the guard's second look. In a lab part the
+    grader judges again from what the check sent, the wrong answer scores nothing; in one
+    judged in the learner's process alone it passes (kept as a known gap)."""
+    source = ("def " + answer + "(*args):\n    pass\n")
+    code = prepended(source, SILENCED_WHILE_CHECKED)
+    got = run_part(plan(submission(lab, {**cells_of(lab, "solution"), answer: code})),
+                   "check_part1", cwd=str(tmp_path), timeout=120, sandbox="off")
+    assert not got.passed, got
+    if judged:
+        assert got.kind == "CheckFailed" and "Part 1:" in got.message, got

@@ -146,14 +146,15 @@ def _guard_hook(protect: list[str], hide=(), allow=()):
     # os.path.realpath, os.fsdecode or this module's helpers while it reads a file (and
     # puts them back before the check) must not change what the hook sees
     realpath, fsdecode, under = os.path.realpath, os.fsdecode, inside
+    paths, lists = dict(_PATHS), _LISTS  # (held too: at exit, module globals are None)
 
     def hook(event, args):
-        if event in _PATHS and args and (protect or hide):
+        if event in paths and args and (protect or hide):
             # (a hard link or a move into the part's folder gave a protected file a path
             # there; SQLite opens a file in C: its path is seen here, with the sandbox
             # off, so that no part writes the gradebook; issue 56)
-            for path in args[:_PATHS[event]]:
-                if isinstance(path, int) or (path is None and event not in _LISTS):
+            for path in args[:paths[event]]:
+                if isinstance(path, int) or (path is None and event not in lists):
                     continue
                 try:
                     path = fsdecode(path if path is not None else ".")
