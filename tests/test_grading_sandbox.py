@@ -965,3 +965,19 @@ def test_a_check_silenced_while_it_runs_and_put_back_scores_nothing(tmp_path, la
     assert not got.passed, got
     if judged:
         assert got.kind == "CheckFailed" and "Part 1:" in got.message, got
+
+
+def test_the_table_of_attacks_in_labs_readme_names_tests_that_exist():
+    """labs/README.md's table of what each attack comes to names, for each row, the tests
+    that keep it: each must be a test of that file (issue 56: a table that matches the
+    tests)."""
+    import re
+
+    text = (ROOT / "labs" / "README.md").read_text()
+    table = text[text.index("| the attack |"):text.index("Not kept as tests yet")]
+    named = re.findall(r"`(tests/[\w/]+\.py)::(test_\w+)`", table)
+    rows = [line for line in table.splitlines() if line.startswith("| ") and "---" not in line]
+    assert len(rows) >= 15 and len(named) >= len(rows) - 1, (len(rows), named)
+    for path, name in named:
+        source = (ROOT / path).read_text()
+        assert re.search(rf"^def {name}\(", source, re.M), f"{path}::{name} is not a test"
