@@ -12,9 +12,9 @@ notebooks are in ``submitted/<learner>/LAB/``:
    task (:func:`judge`). The worker writes the notebook into a scratch folder of its own,
    which holds nothing else, and judges each graded part there in the fresh-process
    grader (:func:`streamlab.grading.run_part`: a process per part, a time limit per part,
-   bubblewrap's sandbox, or the audit hook alone where it was turned off). It returns what each graded cell showed. A
-   worker that dies mid-task has its tasks run again elsewhere by Dask; each submission's
-   result is taken once.
+   bubblewrap's sandbox, or the audit hook alone where it was turned off). It returns
+   what each graded cell showed. A worker that dies mid-task has its tasks run again
+   elsewhere by Dask; each submission's result is taken once.
 2. **Written by one writer.** This process alone writes: it runs nbgrader's own
    ``autograde``, with each graded cell's output taken from the workers' results instead
    of run again (``GradeInFreshProcesses.judged``), so the gradebook (nbgrader's SQLite
@@ -56,9 +56,9 @@ def judge(name: str, notebook: str, *, submitted: str, timeout: float = 300,
     it into the notebook. ``notebook``: its JSON text as the grader rebuilt it
     (:func:`~streamlab.grading.rebuild`: the lab's own cells, hidden tests included, with
     the learner's answers; what it found in the metadata's ``streamlab_grader_notes``,
-    shown in each part's output); ``submitted``: the learner's own file, which alone is put in
-    the part's folder (never the restored one: its hidden tests would be in reach). A Dask task: plain arguments in, a plain
-    dict out. ``hide``, ``protect``: as :func:`~streamlab.grading.run_part` takes them
+    shown in each part's output); ``submitted``: the learner's own file, which alone is
+    put in the part's folder (never the rebuilt one: its hidden tests would be in reach).
+    A Dask task: plain arguments in, a plain dict out. ``hide``, ``protect``: as :func:`~streamlab.grading.run_part` takes them
     (the course's folders), besides the worker's other scratch folders."""
     import nbformat
 

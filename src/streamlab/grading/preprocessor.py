@@ -27,7 +27,7 @@ from traitlets import Enum, Integer, List, Unicode
 from . import RESULTS_VERSION, cell_outputs, course_paths, graded_cells, plan, rebuild, run_part
 
 
-_warned: list = []  # the teacher is told once per run that no sandbox could be made
+_warned: list = []  # the teacher is told once per run that the sandbox is off
 
 
 class GradeInFreshProcesses(NbGraderPreprocessor):
