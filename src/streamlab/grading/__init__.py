@@ -134,19 +134,18 @@ def rebuild(submitted, released):
         return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
 
     known = {gid(c) for c in released["cells"]} - {None}
-    mine: dict = {}  # grade id -> the learner's cell; None -> cells before any known one
-    added: dict = {None: []}
+    mine: dict = {}  # grade id -> the learner's cell of that id (the first)
+    added: dict = {None: []}  # the lab's cell a learner's cell followed (None: none) -> them
     last = None
     for cell in submitted["cells"]:
         g = gid(cell)
         if g in known and g not in mine:
             mine[g], last = cell, g
-            added.setdefault(g, [])
         elif cell.get("cell_type") == "code":  # (a learner's text cell runs nothing)
             plain = copy.deepcopy(cell)
             plain.get("metadata", {}).pop("nbgrader", None)  # the learner's, whatever marked
             added.setdefault(last, []).append(plain)
-    cells, notes = [copy.deepcopy(c) for c in added[None]], []
+    cells, notes = list(added[None]), []
     for cell in released["cells"]:
         g, meta = gid(cell), cell.get("metadata", {}).get("nbgrader", {})
         cell = copy.deepcopy(cell)
