@@ -1,10 +1,10 @@
 """How many tests and notebooks each part of a whole GPU pass ran, and how long it took.
 
     python scripts/gpu_parts.py --doctor OUT/doctor.txt --part t1=T1/junit.xml \\
-        --part t2=T2/junit.xml --part notebooks=NB/notebooks.json --out docs/gpu-check-parts.md
+        --part t2=T2/junit.xml --part t3=T3/junit.xml --part notebooks=NB/notebooks.json --out docs/gpu-check-parts.md
 
 ``scripts/gpu-check.sh`` runs a whole pass in parts, each within one GPU call's 10 minutes
-(the notebooks in parts, the tests as t1 and t2). Its header points here for the parts'
+(the notebooks in parts, the tests as t1, t2 and t3). Its header points here for the parts'
 sizes and times rather than stating them: this page is written from a pass's own files
 (each tests part's junit XML, the notebooks' JSON that run_notebooks.py wrote), never by
 hand.
