@@ -7,7 +7,8 @@ An exercise or a lab part is written as its data and the few rules that are its 
   check's own work is put first (streams kept busy, so that a missing wait shows), the
   learner's function is called under :func:`streamlab.record_ops`, the device is waited
   for, and what came out is collected as a :class:`~streamlab.transcript.Run` (the
-  operations, the streams given, the outputs copied back, what the function returned);
+  operations, the streams given, the outputs copied back, what the function returned,
+  plain data the check read itself, such as a captured graph's shape);
   under the grader the run is also sent to it (:func:`streamlab.transcript.send`);
 * **the judge** (:meth:`Check.judge`), from the Run and the check's arguments alone: the
   check's own rules, then the rules every check shares: no races, and every output equal
