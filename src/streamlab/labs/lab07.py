@@ -31,10 +31,9 @@ from numba import cuda
 
 import streamlab
 
-from .. import check
+from .. import check, ops
 from ..graph_types import GraphShape
 from ..graphs import end_capture, graph_builder, graph_shape
-from ..ops import internal
 from ..runner import Check, Inputs, run, synchronized
 from ..spin import globaltimer
 from ..watched import watch
@@ -194,11 +193,12 @@ def pipeline_shape_ok(shape, k: int, label: str) -> None:
                        f"{shape.describe()}")
 
 
-def _captured(label: str, forked: bool):
-    """Parts 1 and 2's inputs: the learner's capture (from a builder, or from numba
-    streams ``forked`` from a capturing origin), ended and explained where CUDA refused
-    it; the graph's shape read (the run's data); then the graph launched once on fresh
-    data, each slot's h_out the run's output."""
+def _captured(number: int, label: str, forked: bool) -> Check:
+    """Part 1 or 2 (judged again in the grader, JUDGES): the learner's capture (from a
+    builder, or from numba streams ``forked`` from a capturing origin), ended and
+    explained where CUDA refused it; the graph's shape read (the run's data, judged by
+    :func:`pipeline_shape_ok`); then the graph launched once on fresh data, each slot's
+    h_out the run's output (:func:`_replayed_right`)."""
 
     def arrange(*, k, seed):
         no_capture_left_open()
@@ -217,7 +217,7 @@ def _captured(label: str, forked: bool):
             shape = graph_shape(builder)
             data["graph"] = shape.plain()
             pipeline_shape_ok(shape, k, label)  # (judged again from the data: not launched)
-            with internal():
+            with ops.internal():
                 graph = builder.complete()
                 for slot, chunk in zip(slots, fresh_batches(1, k, seed)[0][0]):
                     np.copyto(slot.h_in, chunk)  # after the capture: read at each replay
@@ -226,7 +226,10 @@ def _captured(label: str, forked: bool):
         return Inputs(call, outputs={f"slot {i}'s h_out": s.h_out for i, s in enumerate(slots)},
                       data=data)
 
-    return arrange
+    return Check(number, f"{__name__}.check_part{number}", arrange,
+                 lambda run, order, *, k, seed: pipeline_shape_ok(
+                     GraphShape.from_plain(run.data["graph"]), k, label),
+                 values=_replayed_right, seeded=True)
 
 
 def _replayed_right(run, order, *, k, seed):
@@ -241,15 +244,8 @@ def _replayed_right(run, order, *, k, seed):
                        f"at capture time).")
 
 
-def _check_captured(number: int, label: str, forked: bool) -> Check:
-    return Check(number, f"{__name__}.check_part{number}", _captured(label, forked),
-                 lambda run, order, *, k, seed: pipeline_shape_ok(
-                     GraphShape.from_plain(run.data["graph"]), k, label),
-                 values=_replayed_right, seeded=True)
-
-
-PART1 = _check_captured(1, "capture_pipeline", forked=False)
-PART2 = _check_captured(2, "capture_with_events", forked=True)
+PART1 = _captured(1, "capture_pipeline", forked=False)
+PART2 = _captured(2, "capture_with_events", forked=True)
 
 
 def check_part1(capture_pipeline, *, k=K, seed=None):
@@ -289,7 +285,6 @@ class CountingGraph:
 
 def _record_replay(stream, slots) -> None:
     """The graph's copies, recorded as the replay's (internal) work in ``stream``."""
-    from .. import ops
     from ..kernels import copy_op
     from ..regions import region_of
 
@@ -298,12 +293,10 @@ def _record_replay(stream, slots) -> None:
     ops.emit("graph", "launch", stream, detail={"nodes": 4 * len(slots)})  # the learner's
     with ops.internal():
         for i, slot in enumerate(slots):
-            for direction, host, dev in (("h2d", slot.h_in, slot.d_in),
-                                         ("d2h", slot.h_out, slot.d_out)):
-                name = "h_in" if direction == "h2d" else "h_out"
-                copy_op(direction, stream,
-                        host=region_of(host, f"slot {i}'s {name}"),
-                        device=region_of(dev, f"slot {i}'s d_{name[2:]}"),
+            for direction, host, dev, end in (("h2d", slot.h_in, slot.d_in, "in"),
+                                              ("d2h", slot.h_out, slot.d_out, "out")):
+                copy_op(direction, stream, host=region_of(host, f"slot {i}'s h_{end}"),
+                        device=region_of(dev, f"slot {i}'s d_{end}"),
                         pinned=True, synchronous=False)
 
 
