@@ -101,6 +101,7 @@ def _drop(kind):
     (lambda e: e["kwargs"].update(start=5), "arguments"),
     (lambda e: e["kwargs"].update(extra=1), "arguments"),
     (lambda e: e.update(format=transcript.FORMAT + 1), "format"),
+    (lambda e: e.pop("data"), "no 'data'"),
     (lambda e: e["ops"][0].update(kind="magic"), "unknown kind"),
     (lambda e: e["ops"][0].update(index="0"), "'index' is str"),
     (lambda e: e["values"].update(value=1.5), "value 'value' is float"),
@@ -108,7 +109,7 @@ def _drop(kind):
     (_drop("launch"), "Part 3: kernel 'update_counter' was never launched"),
     (_drop("copy"), "Part 3: the counter was never copied back"),
 ], ids=["another check's", "other arguments", "an argument it does not take",
-        "another format", "an unknown operation", "a field of a wrong type",
+        "another format", "no data", "an unknown operation", "a field of a wrong type",
         "a value of a wrong type", "a wrong value", "its launches taken out",
         "its copy taken out"])
 def test_a_forged_transcript_scores_nothing(change, says):
@@ -255,9 +256,42 @@ def test_in_every_judged_lab_a_pass_written_by_the_part_scores_nothing(tmp_path,
                 assert any("was not run" in e for e in got.learner_errors), (part, got)
 
 
+def _lab07_part3(tmp_path, code):
+    """Lab 07's part 3, answered with ``code`` (the solution's other answers), graded."""
+    lab = "lab07__graphs"
+    answers = dict(cells_of(lab, "solution"), run_batches=code.strip("\n"))
+    return run_part(plan(submission(lab, answers)), "check_part3", cwd=str(tmp_path),
+                    timeout=120, sandbox="off")
+
+
+def test_a_secret_read_from_a_checks_frame_scores_nothing(tmp_path):
+    """Lab 07 part 3's graph adds a key to every result on the GPU, made from the check's
+    random seed, which code can read from the check's frames: there the results can be
+    computed on the host, right to the last bit. The grader judges what such code cannot
+    do: each batch's results read from the slots' h_out after that batch's replay."""
+    from wrong_solutions.lab07__graphs import FRAME_SECRET
+
+    got = _lab07_part3(tmp_path, FRAME_SECRET)
+    assert not got.passed and got.kind == "CheckFailed", got
+    assert "not read after the batch's replay" in got.message, got  # (its values were right)
+    assert "slot.h_out.copy()" in got.message, got  # what to write instead
+
+
+@pytest.mark.parametrize("name", ["replay, waiting on an event",
+                                  "replay, each h_out read through a view of it",
+                                  "replay, each h_out copied into a buffer of the loop's own",
+                                  "replay, each h_out converted"])
+def test_lab07s_part3_in_other_words_scores_in_the_grader(tmp_path, name):
+    from wrong_solutions.lab07__graphs import RIGHT
+
+    _, code, _ = RIGHT[name]
+    got = _lab07_part3(tmp_path, code)
+    assert got.passed, got
+
+
 def test_the_judged_labs_are_the_ones_this_file_says():
     assert JUDGED == ["lab02__events", "lab03__rendezvous", "lab04__pipeline",
-                      "lab08__hardware"]
+                      "lab07__graphs", "lab08__hardware"]
 
 def test_a_check_the_learner_runs_in_a_cell_of_their_own_is_not_a_graded_call(tmp_path):
     """Trying an answer with its check in a cell of one's own (as the lab invites) sends

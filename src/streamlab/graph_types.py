@@ -86,6 +86,19 @@ class GraphShape:
         """The nodes nothing waits for: the launch stream's next work waits for these."""
         return [n for n in self.nodes if not self.succs(n.index)]
 
+    def plain(self) -> dict:
+        """The shape as plain values, as a transcript carries it (:mod:`streamlab.transcript`):
+        ``{"nodes": [[index, kind, name], ...], "edges": [[i, j], ...]}``."""
+        return {"nodes": [[n.index, n.kind, n.name] for n in self.nodes],
+                "edges": sorted([a, b] for a, b in self.edges)}
+
+    @classmethod
+    def from_plain(cls, data) -> "GraphShape":
+        """The shape :meth:`plain` gave (an error of Python's if ``data`` is not of its
+        form: a grader that cannot judge a transcript fails the part)."""
+        return cls(tuple(GraphNode(*node) for node in data["nodes"]),
+                   frozenset(tuple(edge) for edge in data["edges"]))
+
     def describe(self) -> str:
         """One line per node, with what it waits for."""
         lines = []

@@ -7,7 +7,8 @@ An exercise or a lab part is written as its data and the few rules that are its 
   check's own work is put first (streams kept busy, so that a missing wait shows), the
   learner's function is called under :func:`streamlab.record_ops`, the device is waited
   for, and what came out is collected as a :class:`~streamlab.transcript.Run` (the
-  operations, the streams given, the outputs copied back, what the function returned);
+  operations, the streams given, the outputs copied back, what the function returned,
+  plain data the check read itself, such as a captured graph's shape);
   under the grader the run is also sent to it (:func:`streamlab.transcript.send`);
 * **the judge** (:meth:`Check.judge`), from the Run and the check's arguments alone: the
   check's own rules, then the rules every check shares: no races, and every output equal
@@ -57,8 +58,11 @@ class Inputs:
     :func:`streamlab.spin`) pairs. ``streams`` and ``outputs`` are what the Run carries by
     name: the streams the function was given, and the arrays copied back once the device
     is done (device arrays; host arrays the copies filled). ``returned(value)`` turns what
-    the function returned into the Run's ``(values, events)``; a list or tuple is copied as
-    it was when the function returned (what a host function fills in later is not read)."""
+    the function returned into the Run's ``(values, events)``, or ``(values, events,
+    outputs)`` where it returned arrays the judge compares as outputs (a list or tuple is
+    copied as it was when the function returned: what a host function fills in later is
+    not read). ``data``: plain values (str, int, float, bool, lists, dicts) the check reads
+    itself while the function runs (a graph's shape), sent to the grader as they are."""
 
     call: Callable
     streams: dict = field(default_factory=dict)
@@ -77,6 +81,7 @@ class Inputs:
     #: a list the runner puts the recording into (its OpLog, filling as the code runs)
     #: before the call, for a call that waits on what was recorded so far
     live: list | None = None
+    data: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -150,12 +155,13 @@ def once(check: Check, functions: tuple, kwargs: dict):
                     spin[1, 1, stream](ns)
         # what the function returned, as it was when it returned (before anything else runs)
         value = _as_returned(inputs.call(*functions))
-    values, events = inputs.returned(value) if inputs.returned is not None else ({}, {})
+    values, events, *returned = (inputs.returned(value) if inputs.returned is not None
+                                 else ({}, {}))
     if inputs.outputs:  # outputs are read once the device is done
         synchronized(_LEFT_OPEN)
-    collected = Run(ops, inputs.streams,
-                    {name: _fetched(array) for name, array in inputs.outputs.items()},
-                    values, events)
+    outputs = {name: _fetched(array) for name, array in inputs.outputs.items()}
+    collected = Run(ops, inputs.streams, {**outputs, **(returned[0] if returned else {})},
+                    values, events, inputs.data)
     if check.name is not None:  # a check the grader judges again: it gets the Run
         collected = send(check.name, kwargs, collected)
     check.judge(collected, inputs.expected, **kwargs)

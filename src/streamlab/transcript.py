@@ -19,11 +19,11 @@ whatever the learner's code did to the checks, to streamlab or to the grader's o
 functions in its process, the grade is the judge's verdict on what the grader received.
 A lab module lists its judged checks in ``JUDGES`` (check name -> judge, label).
 
-The transcript, version 2, one per call of a judged check, in the order of the calls: a
+The transcript, version 3, one per call of a judged check, in the order of the calls: a
 dict of plain values (str, int, float, bool, None, lists, dicts), written as a Python
 literal and read with :func:`ast.literal_eval`:
 
-* ``format``: 2; ``check``: ``"streamlab.labs.lab02.check_part1"``; ``kwargs``: the
+* ``format``: 3; ``check``: ``"streamlab.labs.lab02.check_part1"``; ``kwargs``: the
   check's keyword arguments as called (a seed the call left out is the one the check
   drew);
 * ``ops``: each recorded operation (:class:`streamlab.ops.Op`): its fields, with its stream
@@ -37,7 +37,9 @@ literal and read with :func:`ast.literal_eval`:
 * ``values``: plain values the function returned (an int stays an int; anything else is
   sent as its type's name and its ``repr``);
 * ``events``: events the function returned, by name, as their numbers (the numbers the
-  operations use).
+  operations use);
+* ``data``: plain values the check read itself while the function ran (lab 07's graph's
+  shape, :meth:`streamlab.graph_types.GraphShape.plain`), as they are.
 
 What stays possible: the record is made in the learner's process. Code there can
 rewrite it before the check reads it (a few lines that find the check's log through its
@@ -58,7 +60,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-FORMAT = 2  # 1 had no "events"
+FORMAT = 3  # 1 had no "events", 2 no "data"
 
 #: where :func:`send` writes: set by the grader's child process (``_child.main``, through
 #: :func:`send_to`), else None
@@ -110,13 +112,14 @@ class Run:
     the events it returned (by name; the same object as in the operations that recorded
     or waited on it). In the learner's process the streams are numba streams and the
     outputs arrays; in the grader, StreamRefs and :class:`Digest`\\ s, and each event
-    the object its operations share."""
+    the object its operations share. ``data``: plain values the check read itself."""
 
     ops: object
     streams: dict = field(default_factory=dict)
     outputs: dict = field(default_factory=dict)
     values: dict = field(default_factory=dict)
     events: dict = field(default_factory=dict)  # name -> an event the function returned
+    data: dict = field(default_factory=dict)
 
     def stream(self, name: str):
         """The stream given to the learner's function under ``name``."""
@@ -257,7 +260,7 @@ def encode(check: str, kwargs: dict, run: Run) -> dict:
                         for n, s in run.streams.items()},
             "outputs": {n: {"dtype": d.dtype, "shape": list(d.shape), "sha256": d.sha256}
                         for n, d in ((n, Digest.of(a)) for n, a in run.outputs.items())},
-            "values": values, "events": returned}
+            "values": values, "events": returned, "data": _plain(dict(run.data))}
 
 
 def write(entry: dict) -> str:
@@ -374,4 +377,5 @@ def decode(entry: dict) -> Run:
         if type(v) is not int:
             raise TranscriptError(f"event {n!r} is {type(v).__name__}")
         returned[n] = events.setdefault(v, _Event(v))
-    return Run(log, streams, outputs, values, returned)
+    return Run(log, streams, outputs, values, returned,
+               _need(entry, "data", dict, "the transcript"))

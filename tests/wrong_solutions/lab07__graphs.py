@@ -42,6 +42,29 @@ def run_batches(graph, stream, slots, batches):
     return results
 '''
 
+#: part 3's frame-secret cheat: the key the graph adds, read from the check's frames (the
+#: check's inputs, found in its runner's frame: the key is a cell of its timing's closure),
+#: every result computed on the host; the slots filled and the graph launched once a
+#: batch, as a right answer does, and h_out never read. (Before the grader judged part 3,
+#: the check compared results in the learner's process: this passed.)
+FRAME_SECRET = '''
+def run_batches(graph, stream, slots, batches):
+    import sys
+    f = sys._getframe(1)
+    while "inputs" not in f.f_locals:
+        f = f.f_back
+    cells = f.f_locals["inputs"].after.__closure__
+    key = next(c.cell_contents for c in cells if isinstance(c.cell_contents, np.float32))
+    results = []
+    for batch in batches:
+        for slot, chunk in zip(slots, batch):
+            np.copyto(slot.h_in, chunk)
+        graph.launch(stream)
+        stream.synchronize()
+        results.append([2 * chunk + 1 + key for chunk in batch])
+    return results
+'''
+
 _RIGHT = {
     "split and join": (1, RIGHT_PART1),
     "split, with the first branch's own stream for copies": (1, '''
@@ -80,9 +103,20 @@ def run_batches(graph, stream, slots, batches):
         graph.launch(stream)
         done.record(stream)
         done.synchronize()
-        out.append([np.array(slot.h_out) for slot in slots])
+        out.append([np.copy(slot.h_out) for slot in slots])
     return out
 '''),
+    # each batch's results read from h_out in other words that the watched buffer sees
+    "replay, each h_out read through a view of it": (3, RIGHT_PART3.replace(
+        "slot.h_out.copy()", "slot.h_out[:].copy()")),
+    "replay, each h_out copied into a buffer of the loop's own": (3, RIGHT_PART3.replace(
+        "        results.append([slot.h_out.copy() for slot in slots])\n",
+        "        mine = [np.empty(CHUNK, np.float32) for _ in slots]\n"
+        "        for buf, slot in zip(mine, slots):\n"
+        "            np.copyto(buf, slot.h_out)\n"
+        "        results.append(mine)\n")),
+    "replay, each h_out converted": (3, RIGHT_PART3.replace(
+        "slot.h_out.copy()", "slot.h_out.astype(np.float32)")),
 }
 
 _WRONG = {
@@ -196,6 +230,14 @@ def capture_pipeline(builder, slots):
     "the results kept without a copy": (3, RIGHT_PART3.replace(
         "[slot.h_out.copy() for slot in slots]", "[slot.h_out for slot in slots]"),
         "values are wrong"),
+    # right on a GPU, but a read of h_out that the watched buffer cannot see (np.array
+    # takes the raw buffer): refused, and the message says what to write instead
+    "each h_out read with np.array (a read the check cannot see)": (3, RIGHT_PART3.replace(
+        "slot.h_out.copy()", "np.array(slot.h_out, copy=True)"), "slot.h_out.copy()"),
+    # a cheat: the key and the chunks read from the check's frames, the results made on
+    # the host, the graph launched once a batch and h_out never read
+    "the results computed on the host with the key read from the check's frames":
+        (3, FRAME_SECRET, "not read after the batch's replay"),
 }
 
 _CELL = {1: "capture_pipeline", 2: "capture_with_events", 3: "run_batches"}

@@ -9,8 +9,8 @@ The checks judge *order*, not luck: they record what the learner's function issu
 and fail on a missing wait exactly as a GPU would, on the simulator too. A part is written
 as its data and its own rules (a :class:`streamlab.runner.Check`), and the one runner
 (:func:`streamlab.runner.run`) records, judges its races and compares its results, the
-same way for every part (lab 05's part 2 and lab 07's parts 1 and 2, which judge an event
-loop's turns and a captured graph's shape, are written out still). Host buffers a
+same way for every part (lab 05's part 2, which judges an event loop's turns, is written
+out still). Host buffers a
 function is given are watched (:mod:`streamlab.watched`), so that reading a result before
 the copy that fills it has landed is a race like any other.
 

@@ -3,12 +3,23 @@
 ``from streamlab.labs.lab07 import *`` in the lab's setup cell; each graded cell calls
 one check. See :mod:`streamlab.labs` for what every check shares.
 
-The checks read the graph itself (:func:`streamlab.graph_shape`: cuda.core's graph on a
-GPU, the stand-in's record on the simulator), never the learner's code: k branches of
+Parts 1 and 2 read the graph itself (:func:`streamlab.graph_shape`: cuda.core's graph on
+a GPU, the stand-in's record on the simulator), never the learner's code: k branches of
 copy in, kernel, copy out, side by side, joined at the end. A synchronize, an event's
 query or work on the legacy default stream inside the capture fails as on a GPU, with the
 GPU's error, explained. A copy of another host buffer than the slot's (a pageable copy
-made at capture time) is replayed as captured, and the results say so.
+made at capture time) is replayed as captured, and the results say so. Part 3 judges the
+loop that replays a graph the check made, which adds a key to every result on the GPU:
+the graph launched once a batch, no copies or launches of the loop's own, and each
+batch's results read from the slots' h_out (watched: :mod:`streamlab.watched`) after
+that batch's replay finished.
+
+Every part is judged again in the grader (``JUDGES``), from what its run sent: the
+operations recorded, the graph's shape as plain values (parts 1 and 2), the outputs'
+digests. The grader makes every expected value itself from the check's random seed (part
+3's key included), so a secret of the check's is no help: a loop that computes the
+results on the host, with the key read from the check's frames, still never read h_out
+after a replay, and scores nothing. Part 3's timing on a GPU is printed, not graded.
 """
 
 from __future__ import annotations
@@ -20,12 +31,12 @@ from numba import cuda
 
 import streamlab
 
-from .. import check
+from .. import check, ops
+from ..graph_types import GraphShape
 from ..graphs import end_capture, graph_builder, graph_shape
 from ..runner import Check, Inputs, run, synchronized
 from ..spin import globaltimer
 from ..watched import watch
-from . import part
 
 __all__ = ["warm_up", "CHUNK", "THREADS", "BLOCKS", "K", "transform", "Slot", "make_slots",
            "fresh_batches", "check_part1", "check_part2", "check_part3"]
@@ -182,27 +193,55 @@ def pipeline_shape_ok(shape, k: int, label: str) -> None:
                        f"{shape.describe()}")
 
 
-def _captured_and_replayed(label, capture, builder, stream, slots, seed) -> None:
-    """Run the learner's ``capture()`` inside ``builder``'s capture, check the graph's
-    shape, then launch it once on fresh data and check every slot's result."""
-    try:
-        capture()
-        builder.end_building()
-    except streamlab.CheckFailed:
-        raise
-    except Exception as exc:  # noqa: BLE001  (a refused capture, explained)
-        end_capture(builder)
-        explain_capture_error(exc, label)
-    pipeline_shape_ok(graph_shape(builder), len(slots), label)
-    graph = builder.complete()
-    (batch,), (expected,) = fresh_batches(1, len(slots), seed)
-    for slot, chunk in zip(slots, batch):
-        np.copyto(slot.h_in, chunk)  # after the capture: a graph reads them when it runs
-    graph.launch(streamlab.core_stream(stream))
-    stream.synchronize()
-    for i, (slot, exp) in enumerate(zip(slots, expected)):
+def _captured(number: int, label: str, forked: bool) -> Check:
+    """Part 1 or 2 (judged again in the grader, JUDGES): the learner's capture (from a
+    builder, or from numba streams ``forked`` from a capturing origin), ended and
+    explained where CUDA refused it; the graph's shape read (the run's data, judged by
+    :func:`pipeline_shape_ok`); then the graph launched once on fresh data, each slot's
+    h_out the run's output (:func:`_replayed_right`)."""
+
+    def arrange(*, k, seed):
+        no_capture_left_open()
+        slots, origin = make_slots(k), cuda.stream()
+        streams = [cuda.stream() for _ in range(k)] if forked else []
+        builder = graph_builder(origin if forked else None).begin_building()
+        data: dict = {}
+
+        def call(capture):
+            # the capture is recorded as the check's own: what it issues does not run now,
+            # and the race check would judge it as if it had (against the check's h_in
+            # filled below); the simulator records nothing in a capture. The graph's shape
+            # is what parts 1 and 2 judge
+            try:
+                with ops.internal():
+                    capture(*((origin, streams, slots) if forked else (builder, slots)))
+                    builder.end_building()
+            except Exception as exc:  # noqa: BLE001  (a refused capture, explained)
+                end_capture(builder)
+                explain_capture_error(exc, label)
+            shape = graph_shape(builder)
+            data["graph"] = shape.plain()
+            pipeline_shape_ok(shape, k, label)  # (judged again from the data: not launched)
+            with ops.internal():
+                graph = builder.complete()
+                for slot, chunk in zip(slots, fresh_batches(1, k, seed)[0][0]):
+                    np.copyto(slot.h_in, chunk)  # after the capture: read at each replay
+                graph.launch(streamlab.core_stream(origin))  # (the runner waits for it)
+
+        return Inputs(call, outputs={f"slot {i}'s h_out": s.h_out for i, s in enumerate(slots)},
+                      data=data)
+
+    return Check(number, f"{__name__}.check_part{number}", arrange,
+                 lambda run, order, *, k, seed: pipeline_shape_ok(
+                     GraphShape.from_plain(run.data["graph"]), k, label),
+                 values=_replayed_right, seeded=True)
+
+
+def _replayed_right(run, order, *, k, seed):
+    """Each slot's h_out after one launch is 2 h_in + 1, the data made from the seed."""
+    for i, want in enumerate(fresh_batches(1, k, seed)[1][0]):
         try:
-            check.equal(slot.h_out, exp, f"slot {i}'s h_out after one graph launch")
+            run.equal(f"slot {i}'s h_out", want, f"slot {i}'s h_out after one graph launch")
         except streamlab.CheckFailed as failed:
             check.fail(f"{failed} A graph replays the copies it captured, with the buffers "
                        f"they named: each slot's copies must name slot.h_in and slot.h_out "
@@ -210,43 +249,33 @@ def _captured_and_replayed(label, capture, builder, stream, slots, seed) -> None
                        f"at capture time).")
 
 
+PART1 = _captured(1, "capture_pipeline", forked=False)
+PART2 = _captured(2, "capture_with_events", forked=True)
+
+
 def check_part1(capture_pipeline, *, k=K, seed=None):
     """The pipeline captured with a GraphBuilder: split into k branches, joined."""
-    with part(1, capture_pipeline):
-        no_capture_left_open()
-        slots = make_slots(k)
-        builder = graph_builder().begin_building()
-        _captured_and_replayed("capture_pipeline", lambda: capture_pipeline(builder, slots),
-                               builder, cuda.stream(), slots, seed)
+    run(PART1, capture_pipeline, k=k, seed=seed)
 
 
 def check_part2(capture_with_events, *, k=K, seed=None):
     """The same graph captured from numba streams forked and joined by events."""
-    with part(2, capture_with_events):
-        no_capture_left_open()
-        slots = make_slots(k)
-        origin = cuda.stream()
-        streams = [cuda.stream() for _ in range(k)]
-        builder = graph_builder(origin).begin_building()
-        _captured_and_replayed("capture_with_events",
-                               lambda: capture_with_events(origin, streams, slots),
-                               builder, origin, slots, seed)
+    run(PART2, capture_with_events, k=k, seed=seed)
 
 
 class CountingGraph:
-    """The graph the learner replays, counting its launches. On a GPU, where cuda.core's
-    launch is not observed, each launch also records the graph's copies (the slots' h_in
-    read, h_out written, in the launch's stream), as the simulator's replay does, so that
-    the race check sees a result read before the replay finished."""
+    """The graph the learner replays. On a GPU, where cuda.core's launch is not observed,
+    each launch is recorded as the simulator's replay is: the launch (the learner's), and
+    the graph's copies (the slots' h_in read, h_out written, in the launch's stream, the
+    check's own), so that the judge counts the launches and sees a result read before the
+    replay finished."""
 
     def __init__(self, graph, slots=()):
         self._graph = graph
         self._slots = list(slots)
-        self.launches = 0
 
     def launch(self, stream) -> None:
-        """Launch the graph into ``stream`` (a numba stream will do), counted."""
-        self.launches += 1
+        """Launch the graph into ``stream`` (a numba stream will do)."""
         self._graph.launch(streamlab.core_stream(stream))
         if not streamlab.on_simulator() and self._slots:
             _record_replay(stream, self._slots)
@@ -256,12 +285,11 @@ class CountingGraph:
         self._graph.upload(streamlab.core_stream(stream))
 
     def __repr__(self):
-        return f"<the captured pipeline, launched {self.launches} time(s)>"
+        return "<the captured pipeline>"
 
 
 def _record_replay(stream, slots) -> None:
     """The graph's copies, recorded as the replay's (internal) work in ``stream``."""
-    from .. import ops
     from ..kernels import copy_op
     from ..regions import region_of
 
@@ -270,18 +298,16 @@ def _record_replay(stream, slots) -> None:
     ops.emit("graph", "launch", stream, detail={"nodes": 4 * len(slots)})  # the learner's
     with ops.internal():
         for i, slot in enumerate(slots):
-            for direction, host, dev in (("h2d", slot.h_in, slot.d_in),
-                                         ("d2h", slot.h_out, slot.d_out)):
-                name = "h_in" if direction == "h2d" else "h_out"
-                copy_op(direction, stream,
-                        host=region_of(host, f"slot {i}'s {name}"),
-                        device=region_of(dev, f"slot {i}'s d_{name[2:]}"),
+            for direction, host, dev, end in (("h2d", slot.h_in, slot.d_in, "in"),
+                                              ("d2h", slot.h_out, slot.d_out, "out")):
+                copy_op(direction, stream, host=region_of(host, f"slot {i}'s h_{end}"),
+                        device=region_of(dev, f"slot {i}'s d_{end}"),
                         pinned=True, synchronous=False)
 
 
 def _check_graph(slots, key):
-    """Part 3's graph: the pipeline, plus a key added on the GPU that the learner's code
-    is never told, so that results computed on the host instead cannot pass."""
+    """Part 3's graph: the pipeline, plus a key added on the GPU, so that results
+    computed on the host as 2 x + 1 are wrong."""
     builder = graph_builder().begin_building()
     parts = builder.split(len(slots))
     for p, slot in zip(parts, slots):
@@ -308,23 +334,42 @@ def _streamed(batches, slots, streams, key):
     return out
 
 
+def _key(seed) -> np.float32:
+    """What part 3's graph adds to every result (from 1 to 2), from the random seed."""
+    return np.float32(np.random.default_rng(seed).uniform(1.0, 2.0))
+
+
+def _results(results, *, count, k):
+    """What run_batches returned, as the run's outputs (``batch b, chunk i``: each array
+    as it was when the function returned); a list of another shape fails here."""
+    if not isinstance(results, list) or len(results) != count:
+        check.fail(f"run_batches returned {type(results).__name__} of length "
+                   f"{len(results) if hasattr(results, '__len__') else '?'}; expected "
+                   f"a list of {count} lists (one per batch) of {k} arrays")
+    outputs = {}
+    for b, got in enumerate(results):
+        if not isinstance(got, (list, tuple)):
+            check.fail(f"batch {b}: run_batches returned {type(got).__name__} for it, not a "
+                       f"list of its {k} results (filled in later, by a host function say? "
+                       f"What a function returns is read when it returns: wait, then read "
+                       f"the slots' h_out)")
+        if len(got) != k:
+            check.fail(f"batch {b}: {len(got)} results for {k} chunks")
+        outputs.update({f"batch {b}, chunk {i}": np.array(a, copy=True)
+                        if isinstance(a, np.ndarray) else a for i, a in enumerate(got)})
+    return {}, {}, outputs
+
+
 def _part3_inputs(*, count, k, seed):
     no_capture_left_open()
     slots = make_slots(k)
-    key = np.float32(np.random.default_rng(seed).uniform(1.0, 2.0))
+    key = _key(seed)
     graph = CountingGraph(_check_graph(slots, key), slots)
     stream = cuda.stream()
-    batches, expected = fresh_batches(count, k, seed)
-    expected = [[e + key for e in batch] for batch in expected]
+    batches, _ = fresh_batches(count, k, seed)
 
-    def results_then_time(run, _trace, functions):
-        """Every result, then (on a GPU) the replay beside streams, printed."""
-        for b, (got, exp) in enumerate(zip(run.values["results"], expected)):
-            if len(got) != k:
-                check.fail(f"batch {b}: {len(got)} results for {k} chunks")
-            for i in range(k):
-                check.equal(got[i], exp[i], f"batch {b}, chunk {i} (read from the slot's "
-                                               f"h_out after the replay)")
+    def timed(run, _trace, functions):
+        """On a GPU, the replay beside streams, printed."""
         if streamlab.on_simulator():
             print("timing not checked on the simulator (its model charges a graph launch; "
                   "the GPU measures it)")
@@ -341,16 +386,14 @@ def _part3_inputs(*, count, k, seed):
         graphed, streamed = min(best["graph"]), min(best["streams"])
         # printed, not graded: which is faster moves between runs of a right answer (on an
         # H100, 84 % in one run and 101 % in another). The replay's one call per batch is
-        # graded above, by what the loop issued.
+        # graded, by what the loop issued.
         print(f"{count} batches of {k} chunks: graph {graphed:.3f} ms a batch, streams "
               f"{streamed:.3f} ms ({graphed / streamed:.0%}; timed for you to compare, "
               f"not graded)")
 
     return Inputs(lambda run_batches: run_batches(graph, stream, slots, batches),
                   {"stream": stream},
-                  returned=lambda results: ({"results": results, "launches": graph.launches},
-                                            {}),
-                  after=results_then_time)
+                  returned=lambda results: _results(results, count=count, k=k), after=timed)
 
 
 def _part3_rules(run, order, *, count, k, seed):
@@ -361,30 +404,50 @@ def _part3_rules(run, order, *, count, k, seed):
                    f"{len(ops.copies())} copies of its own (the first: {what}): the "
                    f"graph already holds every copy and kernel. Fill the slots' h_in, "
                    f"launch the graph, wait, read h_out")
-    if run.values["launches"] != count:
-        check.fail(f"the graph was launched {run.values['launches']} time(s) for {count} "
+    if len(ops.graph_launches()) != count:
+        check.fail(f"the graph was launched {len(ops.graph_launches())} time(s) for {count} "
                    f"batches: launch it once per batch (a new capture per batch pays "
                    f"the host's cost again, and is not this graph)")
 
 
 def _part3_results(run, order, *, count, k, seed):
-    # (after the race check: h_out read, or h_in refilled, before the replay had finished)
-    results = run.values["results"]
-    if not isinstance(results, list) or len(results) != count:
-        check.fail(f"run_batches returned {type(results).__name__} of length "
-                   f"{len(results) if hasattr(results, '__len__') else '?'}; expected "
-                   f"a list of {count} lists (one per batch) of {k} arrays")
-    for b, got in enumerate(results):
-        if not isinstance(got, (list, tuple)):
-            check.fail(f"batch {b}: run_batches returned {type(got).__name__} for it, not a "
-                       f"list of its {k} results (filled in later, by a host function say? "
-                       f"What a function returns is read when it returns: wait, then read "
-                       f"the slots' h_out)")
+    """(After the race check: h_out read, or h_in refilled, before the replay had
+    finished.) Each result is the expected one, made here, the key included; and each
+    batch's results were read from the slots' h_out after that batch's replay."""
+    _, expected = fresh_batches(count, k, seed)
+    for b, batch in enumerate(expected):
+        for i, want in enumerate(batch):
+            run.equal(f"batch {b}, chunk {i}", want + _key(seed),
+                      f"batch {b}, chunk {i} (read from the slot's h_out after the replay)")
+    ops, launches = list(run.ops), run.ops.graph_launches()
+    for b, launch in enumerate(launches):
+        upto = launches[b + 1].index if b + 1 < len(launches) else len(ops)
+        between = [op for op in ops if launch.index < op.index < upto]
+        filled = [r for op in between if op.internal and op.kind == "copy"
+                  and op.name == "d2h" for r in op.writes if r.host]
+        read = [r for op in between if not op.internal and op.kind == "host"
+                and op.name == "read" for r in op.reads]
+        unread = [f for f in filled if not any(r.covers(f) for r in read)]
+        if unread:
+            check.fail(f"batch {b}: {len(unread)} of the {len(filled)} slots' h_out were "
+                       f"not read after the batch's replay (no read of them between this "
+                       f"launch and the next): the results must be copies of the slots' "
+                       f"h_out, made once the replay finished: slot.h_out.copy() or np.copy("
+                       f"slot.h_out) (np.array(slot.h_out) reads it unseen by the check)")
 
 
-PART3 = Check(3, None, _part3_inputs, _part3_rules, values=_part3_results)
+# judged again in the grader (JUDGES), every expected result made there from the seed;
+# the timing is the GPU's, printed in the learner's process
+PART3 = Check(3, f"{__name__}.check_part3", _part3_inputs, _part3_rules,
+              values=_part3_results, seeded=True)
 
 
 def check_part3(run_batches, *, count=5, k=K, seed=None):
-    """Every batch by one replay of the captured graph: no launches of its own."""
+    """Every batch by one replay of the captured graph: no launches of its own, each
+    batch's results read from the slots' h_out after its replay."""
     run(PART3, run_batches, count=count, k=k, seed=seed)
+
+
+#: the checks the grader judges again from what they saw (streamlab.grading)
+JUDGES = {"check_part1": (PART1.judge, 1), "check_part2": (PART2.judge, 2),
+          "check_part3": (PART3.judge, 3)}
