@@ -338,3 +338,38 @@ def test_a_streamref_is_its_own_streamref():
 
     ref = StreamRef.of(cuda.stream())
     assert StreamRef.of(ref) is ref
+
+
+#: a learner's answer that finds the grader's reporting function in memory, with no frame
+#: walked (``gc.get_objects()``: the closure that holds the verdict pipe and its nonce),
+#: writes a pass through it and ends the process before any check runs (issue 56,
+#: mechanism 7: "the pipe found in memory")
+_FINDS_THE_PIPE_IN_MEMORY = '''
+import gc, os
+for found in gc.get_objects():
+    if getattr(found, "__name__", None) == "report" and getattr(found, "__closure__", None):
+        names = found.__code__.co_freevars
+        if "nonce" in names or "verdict" in names:
+            found(True)
+            os._exit(0)
+'''
+
+
+@pytest.mark.parametrize("lab", JUDGED)
+def test_in_every_judged_lab_a_pipe_found_in_memory_writes_no_grade(tmp_path, lab):
+    """The verdict pipe and its nonce, found through the garbage collector's list of
+    objects, carry the part's pass to the grader; where the check is judged in the
+    grader, a pass is not a grade: it received no transcript to judge, and the part
+    scores nothing. (The control: the cheat did reach the pipe, or the part would have
+    failed otherwise, with no verdict at all, not as Unjudged.)"""
+    answers = cells_of(lab, "solution")
+    first = next(iter(answers))
+    cells = plan(submission(lab, {**answers, first: at_call(_FINDS_THE_PIPE_IN_MEMORY,
+                                                            first)}))
+    judges = importlib.import_module(f"streamlab.labs.{lab.split('__')[0]}").JUDGES
+    calls = [c["id"] for c in cells if c["role"] == GRADED and first in c["source"]
+             and c["id"] in judges]
+    assert calls, lab
+    for part in calls[:1]:  # one part a lab: the forgery does not depend on the part
+        got = run_part(cells, part, cwd=str(tmp_path), timeout=120, sandbox="off")
+        assert not got.passed and got.kind == "Unjudged", (part, got)
