@@ -115,8 +115,11 @@ def test_with_the_timing_forced_on_the_simulator_refuses_a_host_wait():
 
 
 @pytest.mark.xfail(strict=True, raises=KnownHole, reason=(
-    "open (issue 32 item 1): the check's record of the loop's turns lives in the learner's "
-    "process, where a cell can rewrite it; judging outside that process mends it"))
+    "open (issue 32 item 1, what stays): the loop's turns can only be measured in the "
+    "learner's process, where the coroutine runs; they are sent to the grader as data, "
+    "and the grader's judge applies the thresholds, but a cell that rewrites the list "
+    "before it is sent is judged on what it wrote (as a rewritten record of operations "
+    "is: labs/README.md)"))
 def test_a_rewritten_record_of_the_loops_turns_is_refused():
     verdict = _timed_on_the_simulator(_kept_hole(_REWRITES))
     if verdict == "None":

@@ -291,7 +291,7 @@ def test_lab07s_part3_in_other_words_scores_in_the_grader(tmp_path, name):
 
 def test_the_judged_labs_are_the_ones_this_file_says():
     assert JUDGED == ["lab02__events", "lab03__rendezvous", "lab04__pipeline",
-                      "lab07__graphs", "lab08__hardware"]
+                      "lab05__host_functions", "lab07__graphs", "lab08__hardware"]
 
 def test_a_check_the_learner_runs_in_a_cell_of_their_own_is_not_a_graded_call(tmp_path):
     """Trying an answer with its check in a cell of one's own (as the lab invites) sends
@@ -373,3 +373,102 @@ def test_in_every_judged_lab_a_pipe_found_in_memory_writes_no_grade(tmp_path, la
     for part in calls[:1]:  # one part a lab: the forgery does not depend on the part
         got = run_part(cells, part, cwd=str(tmp_path), timeout=120, sandbox="off")
         assert not got.passed and got.kind == "Unjudged", (part, got)
+
+
+# --- labs 05 and 08: what the learner's process measures, sent as data -----------------
+def _sent_in_process(lab, graded_source, answers=None):
+    """The transcripts lab ``lab``'s graded cell ``graded_source`` sends, run in this
+    process with the solution's answers (``answers`` replacing some)."""
+    ns = {"__name__": "__lab__"}
+    exec(setup_code(lab), ns)  # noqa: S102
+    for source in {**cells_of(lab, "solution"), **(answers or {})}.values():
+        exec(source, ns)  # noqa: S102
+    sent = []
+    transcript._sink = sent.append
+    try:
+        exec(graded_source, ns)  # noqa: S102
+    finally:
+        transcript._sink = None
+    return [transcript.write(e) for e in sent]
+
+
+def _untimed(text):
+    """A transcript whose data says its GPU timing was not read (as on the simulator)."""
+    entry = transcript.read(text)
+    data = entry["data"]
+    data.update({k: None for k in ("ahead_ms", "spans") if k in data},
+                **({"timed": False} if "timed" in data else {}))
+    return transcript.write(entry)
+
+
+@pytest.mark.parametrize("lab, part, says", [
+    ("lab05__host_functions", "check_part2", "no timing of the event loop"),
+    ("lab08__hardware", "check_part1", "no timing of the urgent kernel's start"),
+    ("lab08__hardware", "check_part2", "no timing of the kernels"),
+])
+def test_a_run_that_sends_no_gpu_timing_scores_nothing_where_the_grader_has_a_gpu(
+        monkeypatch, lab, part, says):
+    """A timing read on a GPU only (lab 05's event loop, lab 08's head start and
+    makespan) is sent as data; a run on the simulator sends none, and the judge skips
+    that rule there. Data that says "not timed" (as code in the part could make it say,
+    to escape the thresholds) is judged by where the grader's own process runs: on a
+    GPU it scores nothing. Here the solution's transcripts, judged once as they are
+    (passed), and once made to say "not timed" and judged by a judge that runs on a GPU
+    (where the tests run on the simulator, they said so already)."""
+    import streamlab.check
+
+    cells = plan(submission(lab, {}))
+    (cell,) = [c for c in cells if c["role"] == GRADED and c["id"] == part]
+    texts = _sent_in_process(lab, cell["source"])
+    passed = Verdict(True, "", f"{part}: passed\n")
+    assert judge_in_grader(cells, part, texts, passed) is passed
+    monkeypatch.setattr(streamlab.check, "on_simulator", lambda: False)  # (the judge's)
+    got = judge_in_grader(cells, part, [_untimed(t) for t in texts], passed)
+    assert not got.passed and got.kind == "CheckFailed" and says in got.message, got
+
+
+#: lab 05 part 2: the checksum made on the host from the check's seed (found in a frame
+#: of the check's thread) and the lab's own chunk maker; h_out never read, nothing awaited
+_CHECKSUM_FROM_THE_SEED = '''
+import sys
+import streamlab.labs.lab05 as _lab
+
+async def checksum_when_done(stream, h_out):
+    for frame in sys._current_frames().values():
+        while frame is not None:
+            kwargs = frame.f_locals.get("kwargs")
+            if isinstance(kwargs, dict) and "seed" in kwargs and "limit_s" in kwargs:
+                seed = kwargs["seed"]
+            frame = frame.f_back
+    await asyncio.sleep(0.01)
+    return float(_lab._host_chunks(1, seed)[0].sum(dtype=np.float64))
+'''
+
+
+def test_a_checksum_made_from_the_checks_seed_scores_nothing(tmp_path):
+    """The grader makes lab 05's expected checksum from the seed, which code in the part
+    can read from the check's frames and use to make the same number on the host. The
+    grade does not rest on the number alone: the record must show h_out read, after the
+    stream's work (an attack on the judge of lab 05 part 2)."""
+    lab = "lab05__host_functions"
+    cells = plan(submission(lab, dict(cells_of(lab, "solution"),
+                                      checksum_when_done=_CHECKSUM_FROM_THE_SEED.strip())))
+    got = run_part(cells, "check_part2", cwd=str(tmp_path), timeout=120, sandbox="off")
+    assert not got.passed and got.kind == "CheckFailed", got
+    assert "never read h_out" in got.message, got
+
+
+@pytest.mark.parametrize("name", ["results as lists of numpy numbers",
+                                  "the checksum as numpy's float64",
+                                  "breadth-first from a list of pairs made first"])
+def test_labs_05_and_08_in_other_words_score_in_the_grader(tmp_path, name):
+    """Right answers whose values are of other types (sent as plain data) score."""
+    import wrong_solutions.lab05__host_functions as l05
+    import wrong_solutions.lab08__hardware as l08
+
+    lab = "lab08__hardware" if name in l08.RIGHT else "lab05__host_functions"
+    target, code, part = (l08.RIGHT if name in l08.RIGHT else l05.RIGHT)[name]
+    answers = dict(cells_of(lab, "solution"), **{target: code.strip("\n")})
+    got = run_part(plan(submission(lab, answers)), part, cwd=str(tmp_path), timeout=120,
+                   sandbox="off")
+    assert got.passed, got

@@ -311,6 +311,14 @@ def fail_with_timeline(trace: Trace, message: str) -> None:
     fail(message)
 
 
+def untimed(what: str) -> None:
+    """A run whose data says a GPU timing was not read (as on the simulator, where a
+    judge skips the timing's rule): judged where this process runs, it fails on a GPU."""
+    if not on_simulator():
+        fail(f"the check's run sent no timing of {what}, yet it ran on a GPU: this part "
+             f"scores nothing")
+
+
 def concurrency_at_least(trace: Trace, minimum: float, label: str) -> None:
     """The spans overlapped at least ``minimum``-fold (it prints how much). On a GPU the
     spans are measured; on the simulator they come from the model GPU (the lessons'

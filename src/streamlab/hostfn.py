@@ -285,6 +285,12 @@ class HostFunctionFreed(RuntimeError):
     """The ctypes function given to ``cuLaunchHostFunc`` was freed before it could run."""
 
 
+#: what a :class:`HostFunctionFreed` says (lab 05's judge says it too, in the grader)
+FREED = ("the ctypes function given to cuLaunchHostFunc was freed before the driver "
+         "called it: keep the object alive until it has run (in a list, a dict or a "
+         "global). On a GPU the driver would have called freed memory: a crash, or worse")
+
+
 def find_c_function(address: int):
     """A weak reference to the ctypes function object whose code is at ``address``, or
     None where it is not found among the objects made lately.
@@ -316,11 +322,7 @@ def _call_c_function(address: int, user_data: int, alive=None) -> None:
     weak reference to its ctypes object, when known: freed, it is not called (a GPU
     would call freed memory, and crash)."""
     if alive is not None and alive() is None:
-        raise HostFunctionFreed(
-            "the ctypes function given to cuLaunchHostFunc was freed before the driver "
-            "called it: keep the object alive until it has run (in a list, a dict or a "
-            "global). On a GPU the driver would have called freed memory: a crash, or "
-            "worse")
+        raise HostFunctionFreed(FREED)
     HOST_FN(address)(user_data)
 
 

@@ -82,6 +82,10 @@ class Inputs:
     #: before the call, for a call that waits on what was recorded so far
     live: list | None = None
     data: dict = field(default_factory=dict)
+    #: measure(trace) -> dict: plain values read once the device is done (the GPU's clock,
+    #: the timed streams' spans; ``trace`` as for ``after``), added to ``data`` before the
+    #: Run is sent, so that the judge applies the thresholds
+    measure: Callable | None = None
 
 
 @dataclass(frozen=True)
@@ -157,15 +161,17 @@ def once(check: Check, functions: tuple, kwargs: dict):
         value = _as_returned(inputs.call(*functions))
     values, events, *returned = (inputs.returned(value) if inputs.returned is not None
                                  else ({}, {}))
-    if inputs.outputs:  # outputs are read once the device is done
+    if inputs.outputs or inputs.measure is not None:  # read once the device is done
         synchronized(_LEFT_OPEN)
     outputs = {name: _fetched(array) for name, array in inputs.outputs.items()}
+    trace = timing[0] if timing is not None else None
+    if inputs.measure is not None:
+        inputs.data.update(inputs.measure(trace))
     collected = Run(ops, inputs.streams, {**outputs, **(returned[0] if returned else {})},
                     values, events, inputs.data)
     if check.name is not None:  # a check the grader judges again: it gets the Run
         collected = send(check.name, kwargs, collected)
     check.judge(collected, inputs.expected, **kwargs)
-    trace = timing[0] if timing is not None else None
     if inputs.after is not None:
         inputs.after(collected, trace, functions)
     return trace

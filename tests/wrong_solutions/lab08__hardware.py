@@ -113,6 +113,13 @@ def launch_urgent(work_ns, last_end, out, started):
     "breadth-first, the B's in reverse order": (2, RIGHT_PART2.replace(
         "    for s, x in zip(streams, xs):\n        step_b",
         "    for s, x in reversed(list(zip(streams, xs))):\n        step_b")),
+    "breadth-first from a list of pairs made first": (2, '''
+def issue_breadth_first(streams, xs, step_ns):
+    pairs = list(zip(streams, xs))
+    for step in (step_a, step_b):
+        for s, x in pairs:
+            step[1, 1, s](x, step_ns)
+'''),
     "breadth-first by index": (2, '''
 def issue_breadth_first(streams, xs, step_ns):
     for step in (step_a, step_b):

@@ -30,8 +30,8 @@ each graded part again, in a fresh Python process of its own (:func:`run_part`):
 nbgrader's ``Execute`` (see ``nbgrader_config.py``), so ``nbgrader autograde`` grades
 this way.
 
-A lab whose module lists ``JUDGES`` (labs 02, 03 and 07, and the first parts of labs 04
-and 08, so far) is judged in this process too: each
+A lab whose module lists ``JUDGES`` (labs 02, 03, 05, 07 and 08, and the first part of
+lab 04, so far) is judged in this process too: each
 of its checks sends a transcript of what it saw (:mod:`streamlab.transcript`),
 and :func:`judge_in_grader` judges it again with the check's own rules; the part's own
 pass is not a grade there.

@@ -2,6 +2,19 @@
 
 ``from streamlab.labs.lab05 import *`` in the lab's setup cell; each graded cell calls
 one check. See :mod:`streamlab.labs` for what every check shares.
+
+Both parts are judged again in the grader (``JUDGES``), from what their runs sent: the
+operations recorded, and as plain data what the check can only see in the learner's
+process. Part 1 sends the results list as it stood once the host functions had run, and
+which host functions' ctypes objects were freed before they ran; the grader makes the
+checksums from the seed. Part 2 sends the checksum returned and the event loop's turns
+while the coroutine ran (when it began, each of the other task's turns, the time one
+takes with the loop to itself); the grader makes the checksum, and applies every rule on
+the turns (one at least; on a GPU, the longest pause and the share of the time the loop
+was free). On the simulator the turns are sent as not timed, and those two rules are
+skipped, as the check says; a judge on a GPU refuses a run that sent no timing. The
+turns are measured in the learner's process: code that rewrites the list before it is
+sent is judged on what it wrote (a known hole, kept in ``tests/test_lab_answers_later.py``).
 """
 
 from __future__ import annotations
@@ -108,11 +121,12 @@ def _quiet_window():
 
 
 def _part1_inputs(*, count, seed):
-    d_chunks, sums = fresh_device_chunks(count, seed)
+    d_chunks, _ = fresh_device_chunks(count, seed)
     h_outs = [watch(cuda.pinned_array(CHUNK, np.float32), f"h_outs[{i}]")
               for i in range(count)]
     s = cuda.stream()
     results = []
+    data: dict = {}
 
     def call(post_process_in_order):
         post_process_in_order(d_chunks, h_outs, s, results)
@@ -121,18 +135,17 @@ def _part1_inputs(*, count, seed):
         deadline = _clock() + 10
         while len(results) < count and _clock() < deadline and not _all_ran(posted):
             time.sleep(0.001)
+        # the data the judge reads: results as they are now (each pair as a list), and the
+        # host functions whose ctypes function was freed before they ran (hostfn knows)
+        data["results"] = [list(r) if isinstance(r, (list, tuple)) else r for r in results]
+        data["freed"] = [op.uid for op in posted() if isinstance(
+            getattr(hostfn.call_of(op.uid), "exception", None), hostfn.HostFunctionFreed)]
 
     def posted():  # the host functions recorded so far (this run's recording)
         return current[0].host_functions() if current else []
 
     current: list = []
-
-    def in_order(*_):
-        check.equal([i for i, _ in results], list(range(count)),
-                    "the chunk numbers in results, in order")
-        check.equal([v for _, v in results], sums, "the checksums in results")
-
-    return Inputs(call, {"stream": s}, busy=((s, BUSY_NS),), after=in_order, live=current)
+    return Inputs(call, {"stream": s}, busy=((s, BUSY_NS),), live=current, data=data)
 
 
 def _part1_rules(run, order, *, count, seed):
@@ -140,7 +153,7 @@ def _part1_rules(run, order, *, count, seed):
     check.no_host_sync(ops, "post_process_in_order")
     mine = streamlab.StreamRef.of(run.stream("stream"))
     copies, posts = ops.copies("d2h"), ops.host_functions()
-    _none_freed(posts)
+    _none_freed(posts, run.data["freed"])
     if len(copies) != count or any(op.stream != mine for op in copies):
         check.fail(f"{sum(op.stream == mine for op in copies)} of the {count} copies "
                    f"went into the stream you were given: pass stream=stream to "
@@ -155,7 +168,26 @@ def _part1_rules(run, order, *, count, seed):
                        f"copy: it would read the buffer before the data lands")
 
 
-PART1 = Check(1, None, _part1_inputs, _part1_rules)
+def _part1_values(run, order, *, count, seed):
+    """(After the race check.) The results the host functions appended, in order: each
+    chunk's number and checksum, the checksums made here from the seed."""
+    results = run.data["results"]
+    if not isinstance(results, list) or not all(
+            isinstance(r, list) and len(r) == 2 for r in results):
+        check.fail("results holds something other than (chunk number, checksum) pairs: "
+                   "each host function appends one, (i, float(h_outs[i].sum("
+                   "dtype=np.float64)))")
+    check.equal([i for i, _ in results], list(range(count)),
+                "the chunk numbers in results, in order")
+    check.equal([v for _, v in results],
+                [float(h.sum(dtype=np.float64)) for h in _host_chunks(count, seed)],
+                "the checksums in results")
+
+
+# judged again in the grader (JUDGES): the results and the freed host functions sent as
+# data, the checksums made there from the seed
+PART1 = Check(1, f"{__name__}.check_part1", _part1_inputs, _part1_rules,
+              values=_part1_values, seeded=True)
 
 
 def check_part1(post_process_in_order, *, count=6, seed=None):
@@ -172,13 +204,12 @@ def _all_ran(posted) -> bool:
     return all(c is None or c.done.is_set() for c in calls)
 
 
-def _none_freed(posts) -> None:
-    """A host function whose ctypes object was freed before it ran fails the part (on a
-    GPU the driver would have called freed memory)."""
+def _none_freed(posts, freed) -> None:
+    """A host function whose ctypes object was freed before it ran (its uid in ``freed``,
+    the run's data) fails the part (on a GPU the driver would have called freed memory)."""
     for op in posts:
-        call = hostfn.call_of(op.uid)
-        if call is not None and isinstance(call.exception, hostfn.HostFunctionFreed):
-            check.fail(f"{op.describe()}: {call.exception}")
+        if op.uid in freed:
+            check.fail(f"{op.describe()}: {hostfn.FREED}")
 
 
 async def _turn_alone(seconds: float) -> float:
@@ -199,6 +230,7 @@ def _part2_inputs(*, seed, limit_s):
         np.copyto(h_out, 0)
     s = cuda.stream()
     seen = {}  # the other task's turns, and how long one takes with the loop to itself
+    data: dict = {}
 
     async def main(checksum_when_done):
         seen["turn_s"] = await _turn_alone(CALIBRATE_S)
@@ -257,10 +289,14 @@ def _part2_inputs(*, seed, limit_s):
             check.fail(f"checksum_when_done did not finish within {limit_s} s")
         if "error" in outcome:
             raise outcome["error"]
+        # the data the judge reads: the checksum returned, and the loop's turns, measured
+        # here; the thresholds are the judge's (on the simulator, not timed: "timed" False)
+        data.update(checksum=outcome["value"], turns=list(seen["turns"]),
+                    turn_s=seen["turn_s"], began=seen["began"],
+                    timed=not streamlab.on_simulator())
         return outcome["value"]
 
-    return Inputs(call, {"stream": s}, returned=lambda value: ({"checksum": value}, {}),
-                  after=lambda *_: _loop_was_free(seen["turns"], seen["turn_s"], seen["began"]))
+    return Inputs(call, {"stream": s}, data=data, after=lambda run, *_: _said(run.data))
 
 
 def _part2_rules(run, order, *, seed, limit_s):
@@ -275,11 +311,17 @@ def _part2_rules(run, order, *, seed, limit_s):
 
 
 def _part2_values(run, order, *, seed, limit_s):
-    check.equal(run.values["checksum"], float(_host_chunks(1, seed)[0].sum(dtype=np.float64)),
+    """(After the race check.) The checksum, made here from the seed; then the loop's
+    turns while the coroutine ran (:func:`_loop_was_free`)."""
+    check.equal(run.data["checksum"], float(_host_chunks(1, seed)[0].sum(dtype=np.float64)),
                 "the checksum returned")
+    _loop_was_free(run.data)
 
 
-PART2 = Check(2, None, _part2_inputs, _part2_rules, values=_part2_values, seeded=True)
+# judged again in the grader (JUDGES): the checksum and the loop's turns sent as data,
+# every threshold applied there
+PART2 = Check(2, f"{__name__}.check_part2", _part2_inputs, _part2_rules,
+              values=_part2_values, seeded=True)
 
 
 def check_part2(checksum_when_done, *, seed=None, limit_s=30):
@@ -294,21 +336,28 @@ NEVER_FREE = ("your coroutine never let the event loop run another task: it wait
               "resolves")
 
 
-def _loop_was_free(turns, turn_s, began) -> None:
-    """The other task's turns while the answer awaited: at least one, anywhere; on a GPU
-    (where the GPU work is real, not a model's) no long pause and a loop free for most
-    of the time."""
+def _loop_numbers(data) -> tuple:
+    """From the run's data: the other task's turns while the answer ran (without the
+    start and the end), the share of the time the loop was free, its longest pause (ms)."""
+    turns, turn_s = data["turns"], data["turn_s"]
+    took = len(turns) - 2
+    free = took * turn_s / (turns[-1] - turns[0])
+    return took, free, max(b - a for a, b in zip(turns, turns[1:])) * 1e3
+
+
+def _loop_was_free(data) -> None:
+    """The other task's turns while the answer awaited (the run's data): at least one,
+    anywhere; where the run was timed (on a GPU, where the GPU work is real, not a
+    model's) no long pause and a loop free for most of the time. An untimed run judged
+    on a GPU fails: the grader's process knows where it runs."""
+    turns, began = data["turns"], data["began"]
     if not any(t > began for t in turns[1:-1]):
         check.fail(NEVER_FREE)
-    if streamlab.on_simulator():
-        print("the other task had a turn while the coroutine awaited; how long the loop "
-              "stood still is timed on a GPU only (the simulator's GPU work is a model's)")
-        return
+    if data["timed"] is not True:
+        return check.untimed("the event loop")
     awaited_ms = AWAIT_NS / 1e6
-    pause_ms = max(b - a for a, b in zip(turns, turns[1:])) * 1e3
+    took, free, pause_ms = _loop_numbers(data)
     allowed_ms = LONGEST_PAUSE * awaited_ms
-    took = len(turns) - 2  # the other task's turns (without the start and the end)
-    free = took * turn_s / (turns[-1] - turns[0])
     if pause_ms > allowed_ms:
         check.fail(f"the event loop gave no other task a turn for {pause_ms:.0f} ms "
                    f"while your coroutine ran (it may pause for {allowed_ms:.0f} ms of "
@@ -319,10 +368,24 @@ def _loop_was_free(turns, turn_s, began) -> None:
         check.fail(f"the event loop was free for {free:.0%} of the time your coroutine "
                    f"ran (the check needs {FREE_SHARE:.0%}): another task took {took} "
                    f"turns where, with the loop to itself, it takes one every "
-                   f"{turn_s * 1e3:.1f} ms. Something in the coroutine waits on the "
-                   f"host, in slices. Await a future that a host function in the "
+                   f"{data['turn_s'] * 1e3:.1f} ms. Something in the coroutine waits on "
+                   f"the host, in slices. Await a future that a host function in the "
                    f"stream resolves, and nothing else")
+
+
+def _said(data) -> None:
+    """Once the judge has passed, in the learner's process: what the timing came to."""
+    if not data["timed"]:
+        print("the other task had a turn while the coroutine awaited; how long the loop "
+              "stood still is timed on a GPU only (the simulator's GPU work is a model's)")
+        return
+    took, free, pause_ms = _loop_numbers(data)
     print(f"another task took {took} turns while the coroutine awaited "
-          f"{awaited_ms:.0f} ms of GPU work: the event loop was free for {free:.0%} "
+          f"{AWAIT_NS / 1e6:.0f} ms of GPU work: the event loop was free for {free:.0%} "
           f"of it (the check needs {FREE_SHARE:.0%}), and its longest pause was "
-          f"{pause_ms:.1f} ms (the check allows {allowed_ms:.0f})")
+          f"{pause_ms:.1f} ms (the check allows {LONGEST_PAUSE * AWAIT_NS / 1e6:.0f})")
+
+
+#: the checks the grader judges again from what they sent (streamlab.grading): the
+#: record, and the data each measured in the learner's process
+JUDGES = {"check_part1": (PART1.judge, 1), "check_part2": (PART2.judge, 2)}

@@ -6,6 +6,14 @@ one check. See :mod:`streamlab.labs` for what every check shares.
 On a GPU the kernels stamp the GPU's own clock (``%globaltimer``): the background keeps
 the time its last block ended, the urgent kernel the time it started. That is how part 1's
 check sees whether the urgent kernel jumped the queue, without an event in any stream.
+
+Both parts are judged again in the grader (``JUDGES``), from what their runs sent: the
+operations recorded, the outputs' digests (the grader makes the expected ones from the
+seed) and, as plain data, what a GPU timed: part 1's head start of the urgent kernel (the
+two stamps read once the device is done), part 2's timed streams' spans and the time the
+code took to issue its kernels. The grader applies the thresholds. On the simulator the
+timings are sent as None and their rules skipped, as the check says; a judge on a GPU
+refuses a run that sent none.
 """
 
 from __future__ import annotations
@@ -120,24 +128,32 @@ def _part1_inputs(*, kernels, seed):
     out = cuda.to_device(np.full(size, -1.0, np.float32))
     cuda.synchronize()
 
-    def ahead(*_):
-        """On a GPU, the urgent kernel starts well before the background ends."""
+    def stamps(_trace):
+        """Once the device is done: how long before the background ended the urgent
+        kernel started, by the GPU's clock (ms; None on the simulator, which has none)."""
         if streamlab.on_simulator():
+            return {"ahead_ms": None}
+        return {"ahead_ms": (int(last_end.copy_to_host()[0])
+                             - int(started.copy_to_host()[0])) / 1e6}
+
+    def said(run, *_):
+        if run.data["ahead_ms"] is None:
             print("timing not checked on the simulator (it has no priorities)")
-            return
-        ahead_ms = (int(last_end.copy_to_host()[0]) - int(started.copy_to_host()[0])) / 1e6
-        total_ms = kernels * (BLOCKS // (2 * _SMS)) * BLOCK_NS / 1e6
-        if ahead_ms < total_ms / 4:
-            check.fail(f"the urgent kernel started only {ahead_ms:.2f} ms before the "
-                       f"background ended ({total_ms:.0f} ms of it): it waited behind the "
-                       f"background. Check its stream's priority")
-        print(f"the urgent kernel started {ahead_ms:.2f} ms before the background "
-              f"({total_ms:.0f} ms) ended")
+        else:
+            print(f"the urgent kernel started {run.data['ahead_ms']:.2f} ms before the "
+                  f"background ({_background_ms(kernels):.0f} ms) ended")
 
     return Inputs(lambda fn: fn(BLOCK_NS, last_end, out, started), outputs={"out": out},
                   returned=lambda _: ({"least priority": least,
                                        "greatest priority": greatest}, {}),
-                  after=ahead)
+                  measure=stamps, after=said)
+
+
+def _background_ms(kernels) -> float:
+    """How long the background runs alone on a GPU (ms): ten waves of blocks a kernel."""
+    return kernels * (BLOCKS // (2 * _SMS)) * BLOCK_NS / 1e6
+
+
 
 
 def _part1_size(seed) -> int:
@@ -176,11 +192,23 @@ def _part1_rules(run, order, *, kernels, seed):
                        f"waits for the background")
 
 
-# judged again in the grader (JUDGES), its expected output made there from the seed
+def _part1_values(run, order, *, kernels, seed):
+    """(After the race check.) ``out``, made here from the seed; then, on a GPU, the
+    urgent kernel's head start (the run's data) against the background's time."""
+    run.equal("out", 2.0 * np.arange(_part1_size(seed), dtype=np.float32), "out")
+    ahead_ms, total_ms = run.data["ahead_ms"], _background_ms(kernels)
+    if ahead_ms is None:
+        check.untimed("the urgent kernel's start")
+    elif ahead_ms < total_ms / 4:
+        check.fail(f"the urgent kernel started only {ahead_ms:.2f} ms before the "
+                   f"background ended ({total_ms:.0f} ms of it): it waited behind the "
+                   f"background. Check its stream's priority")
+
+
+# judged again in the grader (JUDGES): its expected output made there from the seed, the
+# urgent kernel's head start (read from the GPU's clock) sent as data
 PART1 = Check(1, f"{__name__}.check_part1", _part1_inputs, _part1_rules,
-              lambda *, kernels, seed: {
-                  "out": (2.0 * np.arange(_part1_size(seed), dtype=np.float32), "out")},
-              seeded=True)
+              values=_part1_values, seeded=True)
 
 
 def check_part1(launch_urgent, *, kernels=4, seed=None):
@@ -189,44 +217,53 @@ def check_part1(launch_urgent, *, kernels=4, seed=None):
     run(PART1, launch_urgent, kernels=kernels, seed=seed)
 
 
-def _part2_inputs(*, count, seed):
+def _part2_start(count, seed) -> list:
+    """Each stream's x before the steps, from the seed (whole numbers, 0 to 99)."""
     rng = np.random.default_rng(seed)
+    return [rng.integers(0, 100, X_SIZE).astype(np.float32) for _ in range(count)]
+
+
+def _part2_inputs(*, count, seed):
     streams = [cuda.stream() for _ in range(count)]
-    start = [rng.integers(0, 100, X_SIZE).astype(np.float32) for _ in range(count)]
-    xs = [cuda.to_device(h) for h in start]
+    xs = [cuda.to_device(h) for h in _part2_start(count, seed)]
     cuda.synchronize()
+    data: dict = {}
 
     def call(issue_breadth_first):
         t0 = time.perf_counter()
         issue_breadth_first(streams, xs, STEP_NS)
-        return (time.perf_counter() - t0) * 1000
+        data["issue_ms"] = (time.perf_counter() - t0) * 1000
 
-    def makespan(run, trace, _functions):
-        """On a GPU, the 2 x count kernels take well under depth-first's time."""
+    def spans(trace):
+        """The timed streams' spans, as plain values (None on the simulator, whose model
+        has no hardware queues): the judge takes their makespan."""
         if streamlab.on_simulator():
+            return {"spans": None}
+        return {"spans": [[s.name, s.start_ms, s.end_ms] for s in trace.spans]}
+
+    def said(run, *_):
+        if run.data["spans"] is None:
             print("timing not checked on the simulator (its model has no hardware queues)")
             return
-        took = trace.metrics().makespan_ms
-        step_ms = STEP_NS / 1e6
-        issue_ms = run.values["issue_ms"]
-        # breadth-first: the A's together, then the B's (2 steps), after the host's issue
-        # time; depth-first on 8 queues: a queue's streams one after another (5 steps at 32)
-        allowed = 3 * step_ms + issue_ms
-        if took > allowed:
-            check.fail_with_timeline(
-                trace, f"{2 * count} kernels of {step_ms:.0f} ms took {took:.1f} ms: "
-                       f"more than {allowed:.1f} ms (three kernels' time, plus the "
-                       f"{issue_ms:.1f} ms your code took to issue them). Breadth-first, "
-                       f"the A's run together, then the B's")
-        print(f"{2 * count} kernels of {step_ms:.0f} ms on {count} streams took {took:.1f} ms "
-              f"(issued in {issue_ms:.1f} ms; the check allows {allowed:.1f} ms)")
+        took, allowed = _makespan(run.data)[1:]
+        print(f"{2 * count} kernels of {STEP_NS / 1e6:.0f} ms on {count} streams took "
+              f"{took:.1f} ms (issued in {run.data['issue_ms']:.1f} ms; the check allows "
+              f"{allowed:.1f} ms)")
 
     return Inputs(call, {f"streams[{i}]": s for i, s in enumerate(streams)},
                   {f"stream {i}'s x": x for i, x in enumerate(xs)},
-                  returned=lambda ms: ({"issue_ms": ms}, {}),
-                  expected={f"stream {i}'s x": ((h + 1) * 2, f"stream {i}'s x")
-                            for i, h in enumerate(start)},
-                  timed=tuple(streams), after=makespan)
+                  timed=tuple(streams), measure=spans, after=said, data=data)
+
+
+def _makespan(data) -> tuple:
+    """From the run's data (spans measured on a GPU): the trace, its makespan and the
+    most it may take (ms)."""
+    from ..trace import Span, Trace
+
+    trace = Trace.from_spans([Span(n, n, "kernel", a, b) for n, a, b in data["spans"]])
+    # breadth-first: the A's together, then the B's (2 steps), after the host's issue
+    # time; depth-first on 8 queues: a queue's streams one after another (5 steps at 32)
+    return trace, trace.metrics().makespan_ms, 3 * STEP_NS / 1e6 + data["issue_ms"]
 
 
 def _part2_rules(run, order, *, count, seed):
@@ -244,8 +281,27 @@ def _part2_rules(run, order, *, count, seed):
                    f"until its A ends. Issue every step_a first, then every step_b")
 
 
-PART2 = Check(2, None, _part2_inputs, _part2_rules,
-              named_races=True)
+def _part2_values(run, order, *, count, seed):
+    """(After the race check.) Each stream's x is (x + 1) * 2, made here from the seed;
+    then, on a GPU, the kernels' makespan (the run's data) well under depth-first's."""
+    for i, h in enumerate(_part2_start(count, seed)):
+        run.equal(f"stream {i}'s x", (h + 1) * 2, f"stream {i}'s x")
+    if run.data["spans"] is None:
+        check.untimed("the kernels")
+        return
+    trace, took, allowed = _makespan(run.data)
+    if took > allowed:
+        check.fail_with_timeline(
+            trace, f"{2 * count} kernels of {STEP_NS / 1e6:.0f} ms took {took:.1f} ms: "
+                   f"more than {allowed:.1f} ms (three kernels' time, plus the "
+                   f"{run.data['issue_ms']:.1f} ms your code took to issue them). "
+                   f"Breadth-first, the A's run together, then the B's")
+
+
+# judged again in the grader (JUDGES): the expected x's made there from the seed, the
+# spans the GPU measured and the time the code took to issue the kernels sent as data
+PART2 = Check(2, f"{__name__}.check_part2", _part2_inputs, _part2_rules,
+              values=_part2_values, seeded=True, named_races=True)
 
 
 def check_part2(issue_breadth_first, *, count=N_STREAMS, seed=None):
@@ -254,6 +310,6 @@ def check_part2(issue_breadth_first, *, count=N_STREAMS, seed=None):
     run(PART2, issue_breadth_first, count=count, seed=seed)
 
 
-#: the checks the grader judges again from what they saw (streamlab.grading); part 1's
-#: timing on a GPU and part 2's makespan are read in the learner's process
-JUDGES = {"check_part1": (PART1.judge, 1)}
+#: the checks the grader judges again from what they saw (streamlab.grading), the GPU's
+#: timings included (read in the learner's process, sent as data, judged there)
+JUDGES = {"check_part1": (PART1.judge, 1), "check_part2": (PART2.judge, 2)}
