@@ -316,34 +316,70 @@ def concurrency_at_least(trace: Trace, minimum: float, label: str) -> None:
     spans are measured; on the simulator they come from the model GPU (the lessons'
     timelines do too), and with the model off (``STREAMLAB_MODEL=off``) the overlap is
     not checked, and it says so. ``label`` names the work."""
-    where = ""
-    if on_simulator():
-        from .model import simulator_model
+    if on_simulator() and not _model_on():
+        print(f"{label}: overlap not checked (the simulator runs everything in order, "
+              f"and STREAMLAB_MODEL=off turned its model GPU off)")
+        return
+    short = _short_of(trace, minimum, label)
+    if short:
+        fail_with_timeline(trace, short)
+    print(f"{label}: overlapped {trace.metrics().concurrency:.1f}-fold{_where()}")
 
-        model = simulator_model()
-        if model is None:
-            print(f"{label}: overlap not checked (the simulator runs everything in order, "
-                  f"and STREAMLAB_MODEL=off turned its model GPU off)")
-            return
-        where = f" on the {model.profile.label.split(',')[0]}"
+
+def _where() -> str:
+    if not on_simulator():
+        return ""
+    from .model import simulator_model
+
+    return f" on the {simulator_model().profile.label.split(',')[0]}"
+
+
+def _short_of(trace: Trace, minimum: float, label: str) -> str | None:
+    """What to say where the spans overlapped less than ``minimum``-fold (else None)."""
     m = trace.metrics()
-    if m.concurrency < minimum:
-        fail_with_timeline(
-            trace, f"{label}: the work overlapped only {m.concurrency:.1f}-fold{where} "
-                   f"(makespan {m.makespan_ms:.2f} ms for {m.busy_ms:.2f} ms of work); "
-                   f"expected at least {minimum:.1f}. Something is making the streams wait "
-                   f"for each other, or the host waits between its launches (each "
-                   f"stream's span begins just before its first kernel's launch)")
-    print(f"{label}: overlapped {m.concurrency:.1f}-fold{where}")
+    if m.concurrency >= minimum:
+        return None
+    return (f"{label}: the work overlapped only {m.concurrency:.1f}-fold{_where()} "
+            f"(makespan {m.makespan_ms:.2f} ms for {m.busy_ms:.2f} ms of work); "
+            f"expected at least {minimum:.1f}. Something is making the streams wait "
+            f"for each other, or the host waits between its launches (each "
+            f"stream's span begins just before its first kernel's launch)")
 
 
-def best_concurrency_at_least(run_once, minimum: float, label: str, *, tries: int = 3) -> None:
+def measured_spans(trace: Trace) -> list | None:
+    """``trace``'s spans as plain values, ``[row, start ms, end ms]`` each, as a check
+    sends them to the grader (:func:`spans_overlap` judges them); None where nothing is
+    measured (the simulator with its model GPU off)."""
+    if on_simulator() and not _model_on():
+        return None
+    return [[s.row, float(s.start_ms), float(s.end_ms)] for s in trace.spans]
+
+
+def spans_overlap(spans, count: int, minimum: float, label: str) -> None:
+    """The judge's :func:`concurrency_at_least`, in the grader and the learner's process
+    alike: ``count`` streams' spans, as :func:`measured_spans` sent them, overlapped at
+    least ``minimum``-fold. Where this process runs on the simulator with its model off,
+    nothing was measured, and nothing is judged (as there); elsewhere spans must come."""
+    if on_simulator() and not _model_on():
+        return
+    if not isinstance(spans, list) or len(spans) != count or not all(
+            isinstance(s, list) and len(s) == 3 and type(s[0]) is str for s in spans) \
+            or len({s[0] for s in spans}) != count:
+        fail(f"{label}: the grader received no timings of the {count} streams (one span "
+             f"each): this part scores nothing")
+    short = _short_of(Trace.from_spans([Span(r, r, "kernel", a, b) for r, a, b in spans]),
+                      minimum, label)
+    if short:
+        fail(short)
+
+
+def best_concurrency_at_least(run_once, minimum: float, label: str, *, tries: int = 3) -> Trace:
     """As :func:`concurrency_at_least`, for the best of up to ``tries`` runs of
     ``run_once()``, which runs the code under test, checks all it did, and returns its
     timeline. Another program busy on the host stretches the time between launches, on a
     GPU and on the simulator's model GPU alike, so one run of right code can fall short: a
     run that does is measured again, and says so. Code that makes the streams wait falls
-    short every time."""
+    short every time. Returns the best run's timeline."""
     best = None
     for attempt in range(1, tries + 1):
         trace = run_once()
@@ -356,6 +392,7 @@ def best_concurrency_at_least(run_once, minimum: float, label: str, *, tries: in
         print(f"{label}: run {attempt} overlapped only {got:.1f}-fold (expected "
               f"{minimum:.1f}); a busy host can stretch one run, so it is measured again")
     concurrency_at_least(best, minimum, label)
+    return best
 
 
 def _model_on() -> bool:

@@ -35,7 +35,8 @@ from typing import Callable
 import numpy as np
 from numba import cuda
 
-from .check import best_concurrency_at_least, fail, no_races, part, time_per_stream
+from .check import (best_concurrency_at_least, fail, measured_spans, no_races, part,
+                    spans_overlap, time_per_stream)
 from .ops import internal, record_ops
 from .order import analyze
 from .transcript import Run, copied, pick_seed, send
@@ -82,6 +83,10 @@ class Inputs:
     #: before the call, for a call that waits on what was recorded so far
     live: list | None = None
     data: dict = field(default_factory=dict)
+    #: measure(functions) -> plain values added to the run's data before it is sent: what
+    #: the check times itself (on a GPU: the learner's functions run again), measured once
+    #: the judge in the learner's process has passed every rule but the timings
+    measure: Callable | None = None
 
 
 @dataclass(frozen=True)
@@ -107,11 +112,26 @@ class Check:
     #: overlap that much, in the best of three runs (check.best_concurrency_at_least)
     overlap: Callable | None = None
     tolerance: dict = field(default_factory=dict)  # check.equal's rtol and atol
+    #: timing(run, **kwargs): the rules on the timings in the run's data, judged last
+    timing: Callable | None = None
 
     def judge(self, run: Run, expected: dict | None = None, **kwargs) -> None:
-        """The verdict on ``run``: the check's own rules, no races, what the function
-        returned, the expected outputs (``expected``, where the run made them, else the
-        check's own ``expected(**kwargs)``)."""
+        """The verdict on ``run``: :meth:`judge_record`, then :meth:`judge_timing`."""
+        self.judge_record(run, expected, **kwargs)
+        self.judge_timing(run, **kwargs)
+
+    def judge_timing(self, run: Run, **kwargs) -> None:
+        """The rules on the timings the run sent as data: the timed streams' spans
+        (``spans``) overlapping as much as ``overlap`` asks, and ``timing``'s rules."""
+        if self.overlap is not None:
+            spans_overlap(run.data.get("spans"), len(run.streams), *self.overlap(**kwargs))
+        if self.timing is not None:
+            self.timing(run, **kwargs)
+
+    def judge_record(self, run: Run, expected: dict | None = None, **kwargs) -> None:
+        """The verdict on what ``run`` did: the check's own rules, no races, what the
+        function returned, the expected outputs (``expected``, where the run made them,
+        else the check's own ``expected(**kwargs)``)."""
         order = analyze(run.ops)
         self.rules(run, order, **kwargs)
         no_races(run.ops, order, **self.races,
@@ -135,12 +155,23 @@ def run(check: Check, *functions, **kwargs) -> None:
             once(check, functions, kwargs)
             return
         minimum, label = check.overlap(**kwargs)
-        best_concurrency_at_least(lambda: once(check, functions, kwargs), minimum, label)
+        tried = {}  # trace -> its run: the best run is sent, its spans judged there again
+
+        def attempt():
+            trace, collected = once(check, functions, kwargs)
+            tried[id(trace)] = collected
+            return trace
+
+        best = best_concurrency_at_least(attempt, minimum, label)
+        if check.name is not None:
+            send(check.name, kwargs, tried[id(best)])
 
 
 def once(check: Check, functions: tuple, kwargs: dict):
     """One run of the functions on fresh inputs, judged; the timed streams' trace, if
-    any."""
+    any. A check with timings judges its run but them first, then measures (``measure``)
+    and sends it, then judges them; one with ``overlap`` returns (trace, run) unsent, its
+    spans in the run's data, for :func:`run` to judge and send the best."""
     inputs = check.arrange(**kwargs)
     with contextlib.ExitStack() as stack:
         timing = stack.enter_context(time_per_stream(inputs.timed)) if inputs.timed else None
@@ -162,10 +193,20 @@ def once(check: Check, functions: tuple, kwargs: dict):
     outputs = {name: _fetched(array) for name, array in inputs.outputs.items()}
     collected = Run(ops, inputs.streams, {**outputs, **(returned[0] if returned else {})},
                     values, events, inputs.data)
+    trace = timing[0] if timing is not None else None
+    timed = check.overlap is not None or check.timing is not None
+    if timed:  # every rule but the timings first: a wrong answer is not timed
+        check.judge_record(collected, inputs.expected, **kwargs)
+        if trace is not None:
+            collected.data["spans"] = measured_spans(trace)
+        if inputs.measure is not None:
+            collected.data.update(inputs.measure(functions))
+        if check.overlap is not None:
+            return trace, collected
     if check.name is not None:  # a check the grader judges again: it gets the Run
         collected = send(check.name, kwargs, collected)
-    check.judge(collected, inputs.expected, **kwargs)
-    trace = timing[0] if timing is not None else None
+    (check.judge_timing(collected, **kwargs) if timed
+     else check.judge(collected, inputs.expected, **kwargs))
     if inputs.after is not None:
         inputs.after(collected, trace, functions)
     return trace
