@@ -49,6 +49,7 @@ learner's error becomes one line that says what to change.
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import threading
 
@@ -316,34 +317,25 @@ def concurrency_at_least(trace: Trace, minimum: float, label: str) -> None:
     spans are measured; on the simulator they come from the model GPU (the lessons'
     timelines do too), and with the model off (``STREAMLAB_MODEL=off``) the overlap is
     not checked, and it says so. ``label`` names the work."""
-    if on_simulator() and not _model_on():
-        print(f"{label}: overlap not checked (the simulator runs everything in order, "
-              f"and STREAMLAB_MODEL=off turned its model GPU off)")
-        return
-    short = _short_of(trace, minimum, label)
-    if short:
-        fail_with_timeline(trace, short)
-    print(f"{label}: overlapped {trace.metrics().concurrency:.1f}-fold{_where()}")
+    where = ""
+    if on_simulator():
+        from .model import simulator_model
 
-
-def _where() -> str:
-    if not on_simulator():
-        return ""
-    from .model import simulator_model
-
-    return f" on the {simulator_model().profile.label.split(',')[0]}"
-
-
-def _short_of(trace: Trace, minimum: float, label: str) -> str | None:
-    """What to say where the spans overlapped less than ``minimum``-fold (else None)."""
+        model = simulator_model()
+        if model is None:
+            print(f"{label}: overlap not checked (the simulator runs everything in order, "
+                  f"and STREAMLAB_MODEL=off turned its model GPU off)")
+            return
+        where = f" on the {model.profile.label.split(',')[0]}"
     m = trace.metrics()
-    if m.concurrency >= minimum:
-        return None
-    return (f"{label}: the work overlapped only {m.concurrency:.1f}-fold{_where()} "
-            f"(makespan {m.makespan_ms:.2f} ms for {m.busy_ms:.2f} ms of work); "
-            f"expected at least {minimum:.1f}. Something is making the streams wait "
-            f"for each other, or the host waits between its launches (each "
-            f"stream's span begins just before its first kernel's launch)")
+    if m.concurrency < minimum:
+        fail_with_timeline(
+            trace, f"{label}: the work overlapped only {m.concurrency:.1f}-fold{where} "
+                   f"(makespan {m.makespan_ms:.2f} ms for {m.busy_ms:.2f} ms of work); "
+                   f"expected at least {minimum:.1f}. Something is making the streams wait "
+                   f"for each other, or the host waits between its launches (each "
+                   f"stream's span begins just before its first kernel's launch)")
+    print(f"{label}: overlapped {m.concurrency:.1f}-fold{where}")
 
 
 def measured_spans(trace: Trace) -> list | None:
@@ -356,10 +348,10 @@ def measured_spans(trace: Trace) -> list | None:
 
 
 def spans_overlap(spans, count: int, minimum: float, label: str) -> None:
-    """The judge's :func:`concurrency_at_least`, in the grader and the learner's process
-    alike: ``count`` streams' spans, as :func:`measured_spans` sent them, overlapped at
-    least ``minimum``-fold. Where this process runs on the simulator with its model off,
-    nothing was measured, and nothing is judged (as there); elsewhere spans must come."""
+    """:func:`concurrency_at_least` as the grader's judge asks it, quietly: ``count``
+    streams' spans, as :func:`measured_spans` sent them, overlapped at least
+    ``minimum``-fold. Where this process runs on the simulator with its model off, nothing
+    was measured, and nothing is judged (as there); elsewhere the spans must come."""
     if on_simulator() and not _model_on():
         return
     if not isinstance(spans, list) or len(spans) != count or not all(
@@ -367,10 +359,9 @@ def spans_overlap(spans, count: int, minimum: float, label: str) -> None:
             or len({s[0] for s in spans}) != count:
         fail(f"{label}: the grader received no timings of the {count} streams (one span "
              f"each): this part scores nothing")
-    short = _short_of(Trace.from_spans([Span(r, r, "kernel", a, b) for r, a, b in spans]),
-                      minimum, label)
-    if short:
-        fail(short)
+    trace = Trace.from_spans([Span(row, row, "kernel", a, b) for row, a, b in spans])
+    with contextlib.redirect_stdout(io.StringIO()):
+        concurrency_at_least(trace, minimum, label)
 
 
 def best_concurrency_at_least(run_once, minimum: float, label: str, *, tries: int = 3) -> Trace:

@@ -9,12 +9,15 @@ An exercise or a lab part is written as its data and the few rules that are its 
   for, and what came out is collected as a :class:`~streamlab.transcript.Run` (the
   operations, the streams given, the outputs copied back, what the function returned,
   plain data the check read itself, such as a captured graph's shape);
-  under the grader the run is also sent to it (:func:`streamlab.transcript.send`);
+  under the grader the run is also sent to it (:func:`streamlab.transcript.send`),
+  with the timings the check measured as plain data (the best of three runs' spans for a
+  check with ``overlap``; ``measure``'s numbers, taken once every other rule has passed);
 * **the judge** (:meth:`Check.judge`), from the Run and the check's arguments alone: the
   check's own rules, then the rules every check shares: no races, and every output equal
   to the value the check expects, made from its arguments (a seed, say), not from the
-  learner's process. The grader judges the transcript again in its own process with the
-  same method (a lab module's ``JUDGES``).
+  learner's process; last, the timings the run sent (``overlap``, ``timing``). The grader
+  judges the transcript again in its own process with the same method (a lab module's
+  ``JUDGES``).
 
 A check function stays an ordinary function with its own signature (the grader reads its
 defaults), whose body is one call::
@@ -29,7 +32,7 @@ defaults), whose body is one call::
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import numpy as np
@@ -116,22 +119,10 @@ class Check:
     timing: Callable | None = None
 
     def judge(self, run: Run, expected: dict | None = None, **kwargs) -> None:
-        """The verdict on ``run``: :meth:`judge_record`, then :meth:`judge_timing`."""
-        self.judge_record(run, expected, **kwargs)
-        self.judge_timing(run, **kwargs)
-
-    def judge_timing(self, run: Run, **kwargs) -> None:
-        """The rules on the timings the run sent as data: the timed streams' spans
-        (``spans``) overlapping as much as ``overlap`` asks, and ``timing``'s rules."""
-        if self.overlap is not None:
-            spans_overlap(run.data.get("spans"), len(run.streams), *self.overlap(**kwargs))
-        if self.timing is not None:
-            self.timing(run, **kwargs)
-
-    def judge_record(self, run: Run, expected: dict | None = None, **kwargs) -> None:
-        """The verdict on what ``run`` did: the check's own rules, no races, what the
-        function returned, the expected outputs (``expected``, where the run made them,
-        else the check's own ``expected(**kwargs)``)."""
+        """The verdict on ``run``: the check's own rules, no races, what the function
+        returned, the expected outputs (``expected``, where the run made them, else the
+        check's own ``expected(**kwargs)``), then the timings it sent
+        (:meth:`judge_timing`)."""
         order = analyze(run.ops)
         self.rules(run, order, **kwargs)
         no_races(run.ops, order, **self.races,
@@ -142,6 +133,16 @@ class Check:
             expected = self.expected(**kwargs)
         for name, (want, label) in (expected or {}).items():
             run.equal(name, want, label, **self.tolerance)
+        if self.overlap is not None or self.timing is not None:
+            self.judge_timing(run, **kwargs)
+
+    def judge_timing(self, run: Run, **kwargs) -> None:
+        """The rules on the timings the run sent as data: the timed streams' spans
+        (``spans``) overlapping as much as ``overlap`` asks, and ``timing``'s rules."""
+        if self.overlap is not None:
+            spans_overlap(run.data.get("spans"), len(run.streams), *self.overlap(**kwargs))
+        if self.timing is not None:
+            self.timing(run, **kwargs)
 
 
 def run(check: Check, *functions, **kwargs) -> None:
@@ -169,9 +170,10 @@ def run(check: Check, *functions, **kwargs) -> None:
 
 def once(check: Check, functions: tuple, kwargs: dict):
     """One run of the functions on fresh inputs, judged; the timed streams' trace, if
-    any. A check with timings judges its run but them first, then measures (``measure``)
-    and sends it, then judges them; one with ``overlap`` returns (trace, run) unsent, its
-    spans in the run's data, for :func:`run` to judge and send the best."""
+    any. A check with timings (``timing`` or ``overlap``) judges everything else first,
+    so that a wrong answer is not timed, then measures (``measure``), sends the run and
+    judges its timings; one with ``overlap`` returns (trace, run) unsent instead, the
+    spans in the run's data, for :func:`run` to send the best run."""
     inputs = check.arrange(**kwargs)
     with contextlib.ExitStack() as stack:
         timing = stack.enter_context(time_per_stream(inputs.timed)) if inputs.timed else None
@@ -195,8 +197,8 @@ def once(check: Check, functions: tuple, kwargs: dict):
                     values, events, inputs.data)
     trace = timing[0] if timing is not None else None
     timed = check.overlap is not None or check.timing is not None
-    if timed:  # every rule but the timings first: a wrong answer is not timed
-        check.judge_record(collected, inputs.expected, **kwargs)
+    if timed:  # (the check without its timings)
+        replace(check, overlap=None, timing=None).judge(collected, inputs.expected, **kwargs)
         if trace is not None:
             collected.data["spans"] = measured_spans(trace)
         if inputs.measure is not None:
