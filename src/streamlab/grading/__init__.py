@@ -30,11 +30,13 @@ each graded part again, in a fresh Python process of its own (:func:`run_part`):
 nbgrader's ``Execute`` (see ``nbgrader_config.py``), so ``nbgrader autograde`` grades
 this way.
 
-A lab whose module lists ``JUDGES`` (labs 02, 03 and 07, and the first parts of labs 04
-and 08, so far) is judged in this process too: each
-of its checks sends a transcript of what it saw (:mod:`streamlab.transcript`),
-and :func:`judge_in_grader` judges it again with the check's own rules; the part's own
-pass is not a grade there.
+A lab whose module lists ``JUDGES`` (labs 01, 02, 03, 04 and 07, and lab 08's first
+part, so far) is judged in this process too: each
+of its checks sends a transcript of what it saw (:mod:`streamlab.transcript`), the
+timings it measured as plain numbers (lab 01's streams' spans and time waited, lab 04's
+pipeline against one stream),
+and :func:`judge_in_grader` judges it again with the check's own rules and thresholds;
+the part's own pass is not a grade there.
 
 What this does not stop (for the other labs the checks still run in the learner's
 process: it is a guard against the cheats a clever learner tries, not a security

@@ -161,7 +161,8 @@ def check_part1(launch_on_streams, *, count=8, nonblocking=False, seed=None):
 
 PART2 = Check(2, f"{__name__}.check_part2",
               *_workers("launch_with_dummies", "worker kernel", True),
-              expected=_expected, seeded=True, overlap=lambda *, count, **_: (0.65 * count,
+              expected=_expected, seeded=True,
+              overlap=lambda *, count, **_: (0.65 * count,
                                              f"{count} kernels with dummies between them"),
               tolerance={"rtol": 1e-4, "atol": 1e-5})
 
