@@ -172,7 +172,11 @@ def test_which_checks_the_grader_judges():
         ("streamlab.labs.lab02", "check_part1", {}),
         ("streamlab.labs.lab02", "check_part1", {"nonblocking": True, "seed": 7})]
     lab01 = plan(submission("lab01__eight_streams", {}))
-    assert judged_calls(lab01, "check_part1") is None  # judged in the part's process only
+    assert {(m.__name__, n) for m, n, _ in judged_calls(lab01, "check_part3")} == {
+        ("streamlab.labs.lab01", "check_part3")}
+    unlabbed = [{"source": "x = 1", "role": LOCKED, "id": "setup"},
+                {"source": "check_part1(f)", "role": GRADED, "id": "check_part1"}]
+    assert judged_calls(unlabbed, "check_part1") is None  # no lab module: the part's own
     odd = [dict(c, source="n = 3\ncheck_part2(fan_out, count=n)")
            if c["role"] == GRADED and c["id"] == "check_part2" else c for c in cells()]
     with pytest.raises(ValueError, match="write them as literals"):
@@ -290,8 +294,9 @@ def test_lab07s_part3_in_other_words_scores_in_the_grader(tmp_path, name):
 
 
 def test_the_judged_labs_are_the_ones_this_file_says():
-    assert JUDGED == ["lab02__events", "lab03__rendezvous", "lab04__pipeline",
-                      "lab05__host_functions", "lab07__graphs", "lab08__hardware"]
+    assert JUDGED == ["lab01__eight_streams", "lab02__events", "lab03__rendezvous",
+                      "lab04__pipeline", "lab05__host_functions", "lab07__graphs",
+                      "lab08__hardware"]
 
 def test_a_check_the_learner_runs_in_a_cell_of_their_own_is_not_a_graded_call(tmp_path):
     """Trying an answer with its check in a cell of one's own (as the lab invites) sends

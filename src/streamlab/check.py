@@ -49,6 +49,7 @@ learner's error becomes one line that says what to change.
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import threading
 
@@ -345,13 +346,39 @@ def concurrency_at_least(trace: Trace, minimum: float, label: str) -> None:
     print(f"{label}: overlapped {m.concurrency:.1f}-fold{where}")
 
 
-def best_concurrency_at_least(run_once, minimum: float, label: str, *, tries: int = 3) -> None:
+def measured_spans(trace: Trace) -> list | None:
+    """``trace``'s spans as plain values, ``[row, start ms, end ms]`` each, as a check
+    sends them to the grader (:func:`spans_overlap` judges them); None where nothing is
+    measured (the simulator with its model GPU off)."""
+    if on_simulator() and not _model_on():
+        return None
+    return [[s.row, float(s.start_ms), float(s.end_ms)] for s in trace.spans]
+
+
+def spans_overlap(spans, count: int, minimum: float, label: str) -> None:
+    """:func:`concurrency_at_least` as the grader's judge asks it, quietly: ``count``
+    streams' spans, as :func:`measured_spans` sent them, overlapped at least
+    ``minimum``-fold. Where this process runs on the simulator with its model off, nothing
+    was measured, and nothing is judged (as there); elsewhere the spans must come."""
+    if on_simulator() and not _model_on():
+        return
+    if not isinstance(spans, list) or len(spans) != count or not all(
+            isinstance(s, list) and len(s) == 3 and type(s[0]) is str for s in spans) \
+            or len({s[0] for s in spans}) != count:
+        fail(f"{label}: the grader received no timings of the {count} streams (one span "
+             f"each): this part scores nothing")
+    trace = Trace.from_spans([Span(row, row, "kernel", a, b) for row, a, b in spans])
+    with contextlib.redirect_stdout(io.StringIO()):
+        concurrency_at_least(trace, minimum, label)
+
+
+def best_concurrency_at_least(run_once, minimum: float, label: str, *, tries: int = 3) -> Trace:
     """As :func:`concurrency_at_least`, for the best of up to ``tries`` runs of
     ``run_once()``, which runs the code under test, checks all it did, and returns its
     timeline. Another program busy on the host stretches the time between launches, on a
     GPU and on the simulator's model GPU alike, so one run of right code can fall short: a
     run that does is measured again, and says so. Code that makes the streams wait falls
-    short every time."""
+    short every time. Returns the best run's timeline."""
     best = None
     for attempt in range(1, tries + 1):
         trace = run_once()
@@ -364,6 +391,7 @@ def best_concurrency_at_least(run_once, minimum: float, label: str, *, tries: in
         print(f"{label}: run {attempt} overlapped only {got:.1f}-fold (expected "
               f"{minimum:.1f}); a busy host can stretch one run, so it is measured again")
     concurrency_at_least(best, minimum, label)
+    return best
 
 
 def _model_on() -> bool:

@@ -9,12 +9,15 @@ An exercise or a lab part is written as its data and the few rules that are its 
   for, and what came out is collected as a :class:`~streamlab.transcript.Run` (the
   operations, the streams given, the outputs copied back, what the function returned,
   plain data the check read itself, such as a captured graph's shape);
-  under the grader the run is also sent to it (:func:`streamlab.transcript.send`);
+  under the grader the run is also sent to it (:func:`streamlab.transcript.send`),
+  with the timings the check measured as plain data (the best of three runs' spans for a
+  check with ``overlap``; ``measure``'s numbers, taken once every other rule has passed);
 * **the judge** (:meth:`Check.judge`), from the Run and the check's arguments alone: the
   check's own rules, then the rules every check shares: no races, and every output equal
   to the value the check expects, made from its arguments (a seed, say), not from the
-  learner's process. The grader judges the transcript again in its own process with the
-  same method (a lab module's ``JUDGES``).
+  learner's process; last, the timings the run sent (``overlap``, ``timing``). The grader
+  judges the transcript again in its own process with the same method (a lab module's
+  ``JUDGES``).
 
 A check function stays an ordinary function with its own signature (the grader reads its
 defaults), whose body is one call::
@@ -29,13 +32,14 @@ defaults), whose body is one call::
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import numpy as np
 from numba import cuda
 
-from .check import best_concurrency_at_least, fail, no_races, part, time_per_stream
+from .check import (best_concurrency_at_least, fail, measured_spans, no_races, part,
+                    spans_overlap, time_per_stream)
 from .ops import internal, record_ops
 from .order import analyze
 from .transcript import Run, copied, pick_seed, send
@@ -82,9 +86,11 @@ class Inputs:
     #: before the call, for a call that waits on what was recorded so far
     live: list | None = None
     data: dict = field(default_factory=dict)
-    #: measure(trace) -> dict: plain values read once the device is done (the GPU's clock,
-    #: the timed streams' spans; ``trace`` as for ``after``), added to ``data`` before the
-    #: Run is sent, so that the judge applies the thresholds
+    #: measure(trace, functions) -> dict: plain values read once the device is done (the
+    #: GPU's clock, the timed streams' spans; ``trace`` as for ``after``), added to the
+    #: run's data before it is sent, so that the judge applies the thresholds. For a check
+    #: with timings (``Check.timing`` or ``overlap``) it runs once every other rule has
+    #: passed, and may time the learner's ``functions`` again (on a GPU)
     measure: Callable | None = None
 
 
@@ -111,11 +117,14 @@ class Check:
     #: overlap that much, in the best of three runs (check.best_concurrency_at_least)
     overlap: Callable | None = None
     tolerance: dict = field(default_factory=dict)  # check.equal's rtol and atol
+    #: timing(run, **kwargs): the rules on the timings in the run's data, judged last
+    timing: Callable | None = None
 
     def judge(self, run: Run, expected: dict | None = None, **kwargs) -> None:
         """The verdict on ``run``: the check's own rules, no races, what the function
         returned, the expected outputs (``expected``, where the run made them, else the
-        check's own ``expected(**kwargs)``)."""
+        check's own ``expected(**kwargs)``), then the timings it sent
+        (:meth:`judge_timing`)."""
         order = analyze(run.ops)
         self.rules(run, order, **kwargs)
         no_races(run.ops, order, **self.races,
@@ -126,6 +135,16 @@ class Check:
             expected = self.expected(**kwargs)
         for name, (want, label) in (expected or {}).items():
             run.equal(name, want, label, **self.tolerance)
+        if self.overlap is not None or self.timing is not None:
+            self.judge_timing(run, **kwargs)
+
+    def judge_timing(self, run: Run, **kwargs) -> None:
+        """The rules on the timings the run sent as data: the timed streams' spans
+        (``spans``) overlapping as much as ``overlap`` asks, and ``timing``'s rules."""
+        if self.overlap is not None:
+            spans_overlap(run.data.get("spans"), len(run.streams), *self.overlap(**kwargs))
+        if self.timing is not None:
+            self.timing(run, **kwargs)
 
 
 def run(check: Check, *functions, **kwargs) -> None:
@@ -139,12 +158,24 @@ def run(check: Check, *functions, **kwargs) -> None:
             once(check, functions, kwargs)
             return
         minimum, label = check.overlap(**kwargs)
-        best_concurrency_at_least(lambda: once(check, functions, kwargs), minimum, label)
+        tried = {}  # trace -> its run: the best run is sent, its spans judged there again
+
+        def attempt():
+            trace, collected = once(check, functions, kwargs)
+            tried[id(trace)] = collected
+            return trace
+
+        best = best_concurrency_at_least(attempt, minimum, label)
+        if check.name is not None:
+            send(check.name, kwargs, tried[id(best)])
 
 
 def once(check: Check, functions: tuple, kwargs: dict):
     """One run of the functions on fresh inputs, judged; the timed streams' trace, if
-    any."""
+    any. A check with timings (``timing`` or ``overlap``) judges everything else first,
+    so that a wrong answer is not timed, then measures (``measure``), sends the run and
+    judges its timings; one with ``overlap`` returns (trace, run) unsent instead, the
+    spans in the run's data, for :func:`run` to send the best run."""
     inputs = check.arrange(**kwargs)
     with contextlib.ExitStack() as stack:
         timing = stack.enter_context(time_per_stream(inputs.timed)) if inputs.timed else None
@@ -165,13 +196,21 @@ def once(check: Check, functions: tuple, kwargs: dict):
         synchronized(_LEFT_OPEN)
     outputs = {name: _fetched(array) for name, array in inputs.outputs.items()}
     trace = timing[0] if timing is not None else None
-    if inputs.measure is not None:
-        inputs.data.update(inputs.measure(trace))
     collected = Run(ops, inputs.streams, {**outputs, **(returned[0] if returned else {})},
                     values, events, inputs.data)
+    timed = check.overlap is not None or check.timing is not None
+    if timed:  # (the check without its timings: a wrong answer is not timed)
+        replace(check, overlap=None, timing=None).judge(collected, inputs.expected, **kwargs)
+        if trace is not None:
+            collected.data["spans"] = measured_spans(trace)
+    if inputs.measure is not None:
+        collected.data.update(inputs.measure(trace, functions))
+    if check.overlap is not None:
+        return trace, collected
     if check.name is not None:  # a check the grader judges again: it gets the Run
         collected = send(check.name, kwargs, collected)
-    check.judge(collected, inputs.expected, **kwargs)
+    (check.judge_timing(collected, **kwargs) if timed
+     else check.judge(collected, inputs.expected, **kwargs))
     if inputs.after is not None:
         inputs.after(collected, trace, functions)
     return trace

@@ -38,8 +38,10 @@ literal and read with :func:`ast.literal_eval`:
   sent as its type's name and its ``repr``);
 * ``events``: events the function returned, by name, as their numbers (the numbers the
   operations use);
-* ``data``: plain values the check read itself while the function ran (lab 07's graph's
-  shape, :meth:`streamlab.graph_types.GraphShape.plain`), as they are.
+* ``data``: plain values the check read or measured itself (lab 07's captured graph's
+  shape, :meth:`streamlab.graph_types.GraphShape.plain`; the timings of labs 01, 04, 05
+  and 08: streams' spans, times waited, an event loop's turns, a GPU's clock), as they
+  are: the judge applies the thresholds.
 
 What stays possible: the record is made in the learner's process. Code there can
 rewrite it before the check reads it (a few lines that find the check's log through its

@@ -30,27 +30,26 @@ each graded part again, in a fresh Python process of its own (:func:`run_part`):
 nbgrader's ``Execute`` (see ``nbgrader_config.py``), so ``nbgrader autograde`` grades
 this way.
 
-A lab whose module lists ``JUDGES`` (labs 02, 03, 05, 07 and 08, and the first part of
-lab 04, so far) is judged in this process too: each
-of its checks sends a transcript of what it saw (:mod:`streamlab.transcript`),
-and :func:`judge_in_grader` judges it again with the check's own rules; the part's own
-pass is not a grade there.
+Every lab's module lists ``JUDGES`` (all seven labs, every part), and each is judged in
+this process too: each of its checks sends a transcript of what it saw
+(:mod:`streamlab.transcript`), the timings it measured as plain numbers (lab 01's
+streams' spans and time waited, lab 04's pipeline against one stream, lab 05's event
+loop's turns, lab 08's head start and spans), and :func:`judge_in_grader` judges it again
+with the check's own rules and thresholds; the part's own pass is not a grade there.
 
-What this does not stop (for the other labs the checks still run in the learner's
-process: it is a guard against the cheats a clever learner tries, not a security
-boundary): code that reads a copy of the solutions kept outside the course's folders;
-without bubblewrap, tricks below Python (``ctypes`` calling libc directly), or code that
-replaces what Python's ``os.path.realpath`` calls while it reads, that read the course's
-files; on the labs not judged here, code that walks up the stack to the grader's own
-``report`` function (a few lines with ``sys._getframe``) and calls it with a pass, or
-digs the verdict pipe's number out of memory, or changes a running check's local
-variables through its frame; and in every lab, code that rewrites the record of
-operations the checks read, which is made in the learner's process (kept as an expected
-failure in ``tests/test_transcript.py``). (The verdict is not written through ``json``,
-whose encoder learner code could replace; it is a Python literal made by the
-interpreter's own ``repr`` of plain values, and replacing anything in ``json`` is named
-as tampering.) For
-an exam, grade inside a container that holds only the submissions.
+What this does not stop (it is a guard against the cheats a clever learner tries, not a
+security boundary): code that reads a copy of the solutions kept outside the course's
+folders; without bubblewrap, tricks below Python (``ctypes`` calling libc directly), or
+code that replaces what Python's ``os.path.realpath`` calls while it reads, that read the
+course's files; and code that rewrites what the checks send before they send it: the
+record of operations and the timings, both made in the learner's process (kept as
+expected failures in ``tests/test_transcript.py`` and ``tests/test_judged_timings.py``).
+A pass written to the grader by code that finds its ``report`` function (through the
+stack, or in memory) is no grade: no verdict of the part's own is one. (The verdict is
+not written through ``json``, whose encoder learner code could replace; it is a Python
+literal made by the interpreter's own ``repr`` of plain values, and replacing anything in
+``json`` is named as tampering.) For an exam, grade inside a container that holds only
+the submissions.
 """
 
 from __future__ import annotations

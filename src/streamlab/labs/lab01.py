@@ -2,6 +2,14 @@
 
 ``from streamlab.labs.lab01 import *`` in the lab's setup cell; each graded cell calls
 one check. See :mod:`streamlab.labs` for what every check shares.
+
+Every part is judged again in the grader (``JUDGES``), from what its run sent: the
+operations recorded, the outputs' digests (expected values made there from the seed),
+and the timings as plain numbers. Parts 1 and 2 send the best of their three runs, with
+each stream's span (measured on a GPU, placed by the model GPU on the simulator): the
+grader judges that run's record and how much its spans overlapped. Part 3 sends how long
+``wait_for`` waited and whether the other stream's work was still running then, judged
+on a GPU only (the simulator runs everything in order), as in the notebook.
 """
 
 from __future__ import annotations
@@ -124,7 +132,23 @@ def _workers(name, what, with_dummy):
     return arrange, rules
 
 
-PART1 = Check(1, None, *_workers("launch_on_streams", "kernel", False),
+def _expected(*, count, seed, **_):
+    """Each output as the grader makes it from the seed, to compare with the output's
+    digest: ``work`` itself run on the inputs, on this machine's GPU (or simulator), since
+    a GPU's sin differs from numpy's in the last bits. (The learner's process compares the
+    outputs themselves with :func:`reference`'s, within a tolerance.)"""
+    inputs, _ = fresh_inputs(count, seed)
+    made = {}
+    for i, inp in enumerate(inputs):
+        out = cuda.device_array(N, np.float32)
+        work[(N + 255) // 256, 256](out, inp, REPS)
+        made[f"output {i}"] = (out.copy_to_host(), f"output {i}")
+    return made
+
+
+# judged again in the grader (JUDGES): the best run's record, and its spans' overlap
+PART1 = Check(1, f"{__name__}.check_part1", *_workers("launch_on_streams", "kernel", False),
+              expected=_expected, seeded=True,
               overlap=lambda *, count, **_: (0.65 * count,
                                              f"{count} kernels on {count} streams"),
               tolerance={"rtol": 1e-4, "atol": 1e-5})
@@ -135,7 +159,9 @@ def check_part1(launch_on_streams, *, count=8, nonblocking=False, seed=None):
     run(PART1, launch_on_streams, count=count, nonblocking=nonblocking, seed=seed)
 
 
-PART2 = Check(2, None, *_workers("launch_with_dummies", "worker kernel", True),
+PART2 = Check(2, f"{__name__}.check_part2",
+              *_workers("launch_with_dummies", "worker kernel", True),
+              expected=_expected, seeded=True,
               overlap=lambda *, count, **_: (0.65 * count,
                                              f"{count} kernels with dummies between them"),
               tolerance={"rtol": 1e-4, "atol": 1e-5})
@@ -149,6 +175,7 @@ def check_part2(launch_with_dummies, *, count=8, seed=None):
 
 def _part3_inputs(*, short_ms, long_ms):
     mine, other = cuda.stream(), cuda.stream()
+    data: dict = {}
 
     def call(wait_for):
         with internal():
@@ -158,14 +185,22 @@ def _part3_inputs(*, short_ms, long_ms):
             streamlab.spin[1, 1, mine](streamlab.ms_to_ns(short_ms))
         t0 = time.perf_counter()
         wait_for(mine)
-        waited_ms = (time.perf_counter() - t0) * 1000
+        data["waited_ms"] = (time.perf_counter() - t0) * 1000
         with internal():  # the other stream's work still running: not waited for
-            other_running = not other_done.query()
-        return waited_ms, other_running
+            data["other_running"] = not other_done.query()
 
-    return Inputs(call, {"mine": mine, "other": other},
-                  returned=lambda got: ({"waited_ms": got[0], "other_running": got[1]}, {}),
-                  after=lambda *_: other.synchronize())  # its 60 ms end with the check
+    def said(run, _trace, _functions):
+        other.synchronize()  # its 60 ms end with the check
+        if streamlab.on_simulator():
+            print("timing not checked on the simulator (it runs everything in order)")
+            return
+        waited_ms, other_running = data["waited_ms"], data["other_running"]
+        print(f"wait_for waited {waited_ms:.1f} ms for its stream's {short_ms} ms of "
+              f"work (the other stream had {long_ms} ms"
+              + (", still running when it returned)" if other_running else
+                 f"; the check allows {(short_ms + long_ms) / 2:.1f} ms)"))
+
+    return Inputs(call, {"mine": mine, "other": other}, after=said, data=data)
 
 
 def _part3_rules(run, order, *, short_ms, long_ms):
@@ -181,28 +216,34 @@ def _part3_rules(run, order, *, short_ms, long_ms):
                    "cuda.synchronize())")
 
 
-def _part3_times(run, order, *, short_ms, long_ms):
-    # (host time alone can mislead: a GPU shared with another process's work runs both
-    # streams late, and a right answer once waited 145 ms on an H100; while the other
-    # stream's work is still running, it was not waited for)
-    waited_ms, other_running = run.values["waited_ms"], run.values["other_running"]
-    if not streamlab.on_simulator() and not other_running and \
-            waited_ms > (short_ms + long_ms) / 2:
+def _part3_timing(run, *, short_ms, long_ms):
+    """On a GPU, how long wait_for waited (the run's data): no longer than half of both
+    streams' work, unless the other stream's was still running when it returned. (Host
+    time alone can mislead: a GPU shared with another process's work runs both streams
+    late, and a right answer once waited 145 ms on an H100; while the other stream's work
+    is still running, it was not waited for.) Not judged on the simulator, which runs
+    everything in order."""
+    if streamlab.on_simulator():
+        return
+    waited_ms, other_running = run.data.get("waited_ms"), run.data.get("other_running")
+    if type(other_running) is not bool or type(waited_ms) not in (int, float):
+        check.fail("the grader received no timing of wait_for: this part scores nothing")
+    if not other_running and waited_ms > (short_ms + long_ms) / 2:
         check.fail(f"wait_for waited {waited_ms:.0f} ms: as long as the other stream's "
                    f"{long_ms} ms of work, not just this stream's {short_ms} ms")
-    if streamlab.on_simulator():
-        print("timing not checked on the simulator (it runs everything in order)")
-    else:
-        print(f"wait_for waited {waited_ms:.1f} ms for its stream's {short_ms} ms of "
-              f"work (the other stream had {long_ms} ms"
-              + (", still running when it returned)" if other_running else
-                 f"; the check allows {(short_ms + long_ms) / 2:.1f} ms)"))
 
 
-PART3 = Check(3, None, _part3_inputs, _part3_rules, values=_part3_times)
+# judged again in the grader (JUDGES): the record, then the time waited, on a GPU
+PART3 = Check(3, f"{__name__}.check_part3", _part3_inputs, _part3_rules,
+              timing=_part3_timing)
 
 
 def check_part3(wait_for, *, short_ms=5, long_ms=60):
     """``wait_for(stream)`` returns once that stream's work is done, and does not wait
     for another stream's."""
     run(PART3, wait_for, short_ms=short_ms, long_ms=long_ms)
+
+
+#: the checks the grader judges again from what they sent (streamlab.grading)
+JUDGES = {"check_part1": (PART1.judge, 1), "check_part2": (PART2.judge, 2),
+          "check_part3": (PART3.judge, 3)}

@@ -2,6 +2,13 @@
 
 ``from streamlab.labs.lab04 import *`` in the lab's setup cell; each graded cell calls
 one check. See :mod:`streamlab.labs` for what every check shares.
+
+Both parts are judged again in the grader (``JUDGES``), from what their runs sent: the
+operations recorded and the outputs' digests (part 1's h_out, part 2's results as
+``pipeline`` returned them), the expected values made there from the seed. Part 2's
+timing, the pipeline against one stream (best of three runs each, 90% or less), is
+measured in the learner's process on a GPU once every other rule has passed there, sent
+as plain numbers, and judged in the grader; on the simulator nothing is timed or judged.
 """
 
 from __future__ import annotations
@@ -135,44 +142,51 @@ def _waited_for(ops, sync):
 
 
 def _part2_inputs(*, count, k, seed):
-    chunks, expected = fresh_chunks(count, seed)
+    chunks, _ = fresh_chunks(count, seed)
     slots = make_slots(k)
 
-    def results_then_time(run, _trace, functions):
-        """The results, then the pipeline against one stream, best of three each (on a
-        GPU only)."""
-        for i, (got, exp) in enumerate(zip(run.values["results"], expected)):
-            check.equal(got, exp, f"result {i}")
+    def timings(_trace, functions):
+        """The pipeline against one stream, three runs each, in ms (on a GPU only: the
+        simulator runs everything in order), for the judge to compare."""
+        if streamlab.on_simulator():
+            return {"pipeline_ms": None, "serial_ms": None}
+        pipeline, copy_compute_copy = functions
+        times = {"serial_ms": [], "pipeline_ms": []}
+        one = make_slots(1)[0]
+        for _ in range(3):
+            for name, again in (("serial_ms", lambda: serial(chunks, one, copy_compute_copy)),
+                                ("pipeline_ms", lambda: pipeline(chunks, slots))):
+                t0 = time.perf_counter()
+                again()
+                times[name].append((time.perf_counter() - t0) * 1000)
+        return times
+
+    def said(run, _trace, _functions):
         if streamlab.on_simulator():
             print("timing not checked on the simulator (it runs everything in order)")
             return
-        pipeline, copy_compute_copy = functions
-        best = {"serial": [], "pipeline": []}
-        one = make_slots(1)[0]
-        for _ in range(3):
-            for name, again in (("serial", lambda: serial(chunks, one, copy_compute_copy)),
-                                ("pipeline", lambda: pipeline(chunks, slots))):
-                t0 = time.perf_counter()
-                again()
-                best[name].append((time.perf_counter() - t0) * 1000)
-        piped, one_stream = min(best["pipeline"]), min(best["serial"])
-        if piped > 0.9 * one_stream:
-            check.fail(f"your pipeline took {piped:.1f} ms against {one_stream:.1f} ms for one "
-                       f"stream: the chunks are not overlapping. Is something waiting for "
-                       f"more than the slot it needs?")
+        piped, one_stream = min(run.data["pipeline_ms"]), min(run.data["serial_ms"])
         print(f"{count} chunks, {k} slots: pipeline {piped:.1f} ms, one stream "
               f"{one_stream:.1f} ms ({piped / one_stream:.0%}; the check needs 90% or less)")
 
     return Inputs(lambda pipeline, _: pipeline(chunks, slots),
-                  returned=lambda results: ({"results": results}, {}), after=results_then_time)
+                  returned=lambda results: _results(results, count), measure=timings,
+                  after=said)
 
 
-def _part2_rules(run, order, *, count, k, seed):
-    ops, results = run.ops, run.values["results"]
+def _results(results, count):
+    """What pipeline returned, as the run's outputs (``result i``: each array as it was
+    when the function returned); anything but a list of ``count`` fails here."""
     if not isinstance(results, list) or len(results) != count:
         check.fail(f"pipeline returned {type(results).__name__} of length "
                    f"{len(results) if hasattr(results, '__len__') else '?'}; expected a "
                    f"list of {count} arrays, in chunk order")
+    return {}, {}, {f"result {i}": np.array(got, copy=True) if isinstance(got, np.ndarray)
+                    else got for i, got in enumerate(results)}
+
+
+def _part2_rules(run, order, *, count, k, seed):
+    ops = run.ops
     pageable = [op for op in ops.copies() if op.name in ("h2d", "d2h") and not op.pinned]
     if pageable:
         check.fail(f"{len(pageable)} of {len(ops.copies())} copies used pageable host "
@@ -191,7 +205,7 @@ def _part2_rules(run, order, *, count, k, seed):
                    f"chunk")
 
 
-def _part2_waits_and_results(run, order, *, count, k, seed):
+def _part2_waits(run, order, *, count, k, seed):
     # (after the race check: a slot's buffers touched by the host before its copies were
     # done is a race, said as one)
     ops, copies_in = run.ops, run.ops.copies("h2d")
@@ -204,8 +218,29 @@ def _part2_waits_and_results(run, order, *, count, k, seed):
                        f"host waits. Wait for a slot only when you are about to reuse it")
 
 
-PART2 = Check(2, None, _part2_inputs, _part2_rules,
-              values=_part2_waits_and_results)
+def _part2_timing(run, *, count, k, seed):
+    """On a GPU, the best of three pipeline runs took 90% or less of the best of three on
+    one stream (the run's data, timed in the learner's process); not judged on the
+    simulator, which runs everything in order."""
+    if streamlab.on_simulator():
+        return
+    times = [run.data.get("pipeline_ms"), run.data.get("serial_ms")]
+    if not all(isinstance(t, list) and len(t) == 3 and all(
+            type(ms) in (int, float) and ms > 0 for ms in t) for t in times):
+        check.fail("the grader received no timings of your pipeline: this part scores nothing")
+    piped, one_stream = min(times[0]), min(times[1])
+    if piped > 0.9 * one_stream:
+        check.fail(f"your pipeline took {piped:.1f} ms against {one_stream:.1f} ms for one "
+                   f"stream: the chunks are not overlapping. Is something waiting for "
+                   f"more than the slot it needs?")
+
+
+# judged again in the grader (JUDGES): the record, the results (made there from the
+# seed) and, on a GPU, the timings the run sent
+PART2 = Check(2, f"{__name__}.check_part2", _part2_inputs, _part2_rules,
+              lambda *, count, k, seed: {f"result {i}": (want, f"result {i}") for i, want
+                                         in enumerate(fresh_chunks(count, seed)[1])},
+              values=_part2_waits, seeded=True, timing=_part2_timing)
 
 
 def check_part2(pipeline, copy_compute_copy, *, count=8, k=3, seed=None):
@@ -213,6 +248,5 @@ def check_part2(pipeline, copy_compute_copy, *, count=8, k=3, seed=None):
     run(PART2, pipeline, copy_compute_copy, count=count, k=k, seed=seed)
 
 
-#: the checks the grader judges again from what they saw (streamlab.grading); part 2's
-#: timing is the GPU's, read in the learner's process
-JUDGES = {"check_part1": (PART1.judge, 1)}
+#: the checks the grader judges again from what they sent (streamlab.grading)
+JUDGES = {"check_part1": (PART1.judge, 1), "check_part2": (PART2.judge, 2)}

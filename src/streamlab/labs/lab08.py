@@ -128,7 +128,7 @@ def _part1_inputs(*, kernels, seed):
     out = cuda.to_device(np.full(size, -1.0, np.float32))
     cuda.synchronize()
 
-    def stamps(_trace):
+    def stamps(_trace, _functions):
         """Once the device is done: how long before the background ended the urgent
         kernel started, by the GPU's clock (ms; None on the simulator, which has none)."""
         if streamlab.on_simulator():
@@ -234,7 +234,7 @@ def _part2_inputs(*, count, seed):
         issue_breadth_first(streams, xs, STEP_NS)
         data["issue_ms"] = (time.perf_counter() - t0) * 1000
 
-    def spans(trace):
+    def spans(trace, _functions):
         """The timed streams' spans, as plain values (None on the simulator, whose model
         has no hardware queues): the judge takes their makespan."""
         if streamlab.on_simulator():
