@@ -6,7 +6,7 @@
   instead of skipping, so a GPU run can never pass by accident.
 * Kernels started by the tests (nbval's, nbclient's) run with STREAMLAB_RACE_CHECK=1.
 * ``figures``: GPU tests record what they measured; with STREAMLAB_RESULTS=path the
-  figures are written there as JSON, for scripts/gpu_results.py to publish.
+  figures are written there as JSON, for scripts/gpu/gpu_results.py to publish.
 """
 
 import importlib.util
@@ -35,7 +35,7 @@ collect_ignore = [] if importlib.util.find_spec("nbgrader") else [
 
 
 # Notebooks whose committed outputs are owed a GPU run: the code they ran changed after it
-# (docs/owed.json, written by scripts/owed.py; tests/test_owed.py holds it to the code).
+# (docs/owed.json, written by scripts/gpu/owed.py; tests/test_owed.py holds it to the code).
 # The tests below read a GPU run's outputs: for an owed notebook a failure is excused (its
 # outputs are an older code's, and say so), a pass is not needed. A notebook whose outputs
 # were cleared (a learner copy whose code changed) has none to read.
@@ -209,7 +209,7 @@ def pytest_runtest_makereport(item, call):
 def pytest_ignore_collect(collection_path, config):
     """nbval runs a lesson's solved copy (``__SOLUTION``), not its learner copy: the
     learner copy is the solved one with each answer replaced by a stub
-    (scripts/make_lessons.py --check holds them together), and its GPU run is committed.
+    (scripts/course/make_lessons.py --check holds them together), and its GPU run is committed.
     tests/test_lessons.py runs each stub on its own."""
     p = collection_path
     if p.suffix == ".ipynb" and p.parent.name == "notebooks" and "__SOLUTION" not in p.name:

@@ -69,7 +69,7 @@ c.GradeInFreshProcesses.timeout = 300
 class DropRunStamp(Preprocessor):
     """The learner's copy has no outputs: it must not carry the solution's record of the
     GPU run its outputs came from (streamlab.provenance), nor the banner that says that run
-    is older than the solution's code (scripts/owed.py)."""
+    is older than the solution's code (scripts/gpu/owed.py)."""
 
     enabled = Bool(True)  # nbconvert registers a preprocessor disabled unless it says so
 

@@ -4,7 +4,7 @@ serial nbgrader autograde of the same class.
     python benchmarks/class_grading.py [--n 40] [--labs lab05__host_functions ...]
                                        [--workers 1 2] [--timeout 10] [--out PATH]
 
-The class is scripts/make_class.py's (the kept right, wrong, cheating, hanging and
+The class is scripts/course/make_class.py's (the kept right, wrong, cheating, hanging and
 crashing answers, each with its expected grade); every grading is checked against those
 grades, and a grading that misses one stops the benchmark. Prints a table (Markdown);
 --out writes it, with the machine it ran on, to a page (docs/class-grading.md). Needs
@@ -39,7 +39,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
+sys.path.insert(0, str(ROOT / "scripts" / "course"))
 sys.path.insert(0, str(ROOT / "tests"))
 
 
@@ -281,7 +281,7 @@ def main(argv=None) -> int:
     ap.add_argument("--no-serial", action="store_true", help="skip the serial autograde")
     ap.add_argument("--sandbox", choices=("auto", "bwrap", "off"), default="auto",
                     help="as the class grader's --sandbox: off only where no sandbox can be "
-                    "made (scripts/gpu-class.sh passes it on a GPU machine without "
+                    "made (scripts/gpu/gpu-class.sh passes it on a GPU machine without "
                     "bubblewrap; the page says which sandbox each run had)")
     ap.add_argument("--out", type=Path, help="write the table to this page")
     a = ap.parse_args(argv)

@@ -3,7 +3,7 @@ with and without the recorder, in one process's turn on the same GPU.
 
     python benchmarks/recorder_cost.py [--out docs/recorder-cost.md] [--json PATH] [--runs 2]
 
-``scripts/run_notebooks.py`` records, while a notebook runs on a GPU, which code of streamlab
+``scripts/gpu/run_notebooks.py`` records, while a notebook runs on a GPU, which code of streamlab
 it ran (``streamlab.provenance.Recorder``: coverage.py, on Python 3.12 and later through
 ``sys.monitoring``, with an audit hook for the data files), so that a change to the code
 makes stale only the notebooks that ran it. The recording must not move a claim. This runs,
@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
+sys.path.insert(0, str(ROOT / "scripts" / "gpu"))
 
 import run_notebooks  # noqa: E402  (loads streamlab's provenance by its file, no device)
 
@@ -120,7 +120,7 @@ def page(span: dict, lesson: dict, device: str, runs: int, when: str | None = No
              f"{python or sys.version.split()[0]}; the recorder: "
              f"{recorder or run_notebooks.provenance.RECORDER}): the span-cost benchmark and "
              "lesson 06's solved copy, "
-             f"{runs} runs each without and with the recorder that `scripts/run_notebooks.py` "
+             f"{runs} runs each without and with the recorder that `scripts/gpu/run_notebooks.py` "
              "starts in every process of a GPU run (`streamlab.provenance.Recorder`), in turn "
              "(without, with, without, ...), in one call on one GPU.", "",
              "## The span-cost benchmark (benchmarks/span_overhead.py)", "",

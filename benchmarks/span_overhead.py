@@ -23,7 +23,7 @@ span is (with - without) / 200.
 
 A table, not a test: numbers vary from machine to machine and run to run. On a GPU the
 table ends with whether the target was met (a row of its own in the JSON), and the exit
-status is 3 when it was not (scripts/gpu-check.sh then exits with a code of its own).
+status is 3 when it was not (scripts/gpu/gpu-check.sh then exits with a code of its own).
 """
 
 import argparse

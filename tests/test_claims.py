@@ -2,14 +2,12 @@
 
 Every lesson has one cell tagged ``claims`` that calls ``streamlab.claims(...)``. Its
 conditions sit in the cell's source and the figures in its saved output, so a committed
-notebook is re-checked here without running it; ``scripts/run_notebooks.py`` does the same
+notebook is re-checked here without running it; ``scripts/gpu/run_notebooks.py`` does the same
 after every fresh GPU run. A doctored output fails both.
 """
 
 import copy
-import re
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -138,10 +136,7 @@ def test_a_doctored_output_fails_ci_and_the_gpu_run(tmp_path):
     target, claim = doctored(lesson, tmp_path)
     _, failed = check_notebook(target)
     assert claim in failed
-    try:
-        import run_notebooks
-    finally:
-        sys.path.remove(str(ROOT / "scripts"))
+    import run_notebooks  # (scripts/gpu is on pytest's pythonpath)
     error = run_notebooks.claims_error(target)
     assert error is not None and claim in error
     assert run_notebooks.claims_error(lesson) is None

@@ -1,6 +1,6 @@
 """A class graded on Dask (streamlab.grading.classroom): every submission judged on a
 worker in the fresh-process grader, the grades written by nbgrader's own autograde as one
-writer. The class comes from scripts/make_class.py: the kept right, wrong, cheating,
+writer. The class comes from scripts/course/make_class.py: the kept right, wrong, cheating,
 hanging and crashing answers, each with its known grade."""
 
 import csv
@@ -606,7 +606,7 @@ for h in sorted(hidden):
 
 
 def test_the_class_check_says_where_a_grade_differs(tmp_path, monkeypatch, capsys):
-    """scripts/make_class.py --check (a teacher's first try ends with it): each learner's
+    """scripts/course/make_class.py --check (a teacher's first try ends with it): each learner's
     grades against expected.csv, and 1 where one differs."""
     (tmp_path / "expected.csv").write_text(
         "learner,lab,kind,part,score\n"

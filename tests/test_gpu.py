@@ -2,7 +2,7 @@
 behaviour that each simulator fill stands in for.
 
 Run with ``python -m pytest -m gpu`` on a machine with an NVIDIA GPU (these tests fail,
-not skip, without one). Figures go to docs/gpu-results.md through scripts/gpu_results.py.
+not skip, without one). Figures go to docs/gpu-results.md through scripts/gpu/gpu_results.py.
 """
 
 import asyncio

@@ -1,4 +1,4 @@
-"""scripts/gpu-check.sh says no when it should (issue 53): a failed test, a failed notebook
+"""scripts/gpu/gpu-check.sh says no when it should (issue 53): a failed test, a failed notebook
 and a benchmark that missed its stated target each give an exit status of their own, and a
 missed target is said at the top of the results page. Run here with stand-ins for python3
 and nvidia-smi that fail the step asked of them."""
@@ -34,7 +34,7 @@ def gpu_check(tmp_path):
                    OUT=str(tmp_path / "out"), NOTEBOOKS="notebooks/none.ipynb",
                    **{f"FAKE_{k.upper()}": str(v) for k, v in fake.items()})
         env.pop("PYTHONPATH", None)
-        done = subprocess.run(["bash", str(ROOT / "scripts" / "gpu-check.sh")], cwd=tmp_path,
+        done = subprocess.run(["bash", str(ROOT / "scripts" / "gpu" / "gpu-check.sh")], cwd=tmp_path,
                               env=env, capture_output=True, text=True, timeout=120)
         return done.returncode, done.stdout + done.stderr
 
@@ -76,7 +76,7 @@ def test_a_missed_target_is_said_at_the_top_of_the_results_page():
 
 
 def test_a_test_that_asks_for_the_simulator_in_a_child_says_so_to_streamlab_too():
-    """A GPU run of the tests exports STREAMLAB_DEVICE=gpu (scripts/gpu-check.sh), which every
+    """A GPU run of the tests exports STREAMLAB_DEVICE=gpu (scripts/gpu/gpu-check.sh), which every
     child process inherits: a child that sets NUMBA_ENABLE_CUDASIM=1 and imports streamlab
     then fails (STREAMLAB_DEVICE=gpu and the simulator both asked for), on a GPU alone. So
     every test, or code for a child, that sets NUMBA_ENABLE_CUDASIM=1 names STREAMLAB_DEVICE

@@ -74,7 +74,7 @@ def test_committed_solutions_hold_a_gpu_run_with_every_check_passed(lab):
     counts = [c.get("execution_count") for c in code]
     assert counts == list(range(1, len(code) + 1)), (
         f"solutions/{lab} was not run once, top to bottom: execute it on a GPU with "
-        f"scripts/gpu-check.sh and commit the result")
+        f"scripts/gpu/gpu-check.sh and commit the result")
     setup = [c for c in code if grade_id(c) == "setup"][0]
     assert re.search(r"device: NVIDIA \S", stdout(setup)), (
         f"the setup cell shows {stdout(setup)!r}: execute the solution on a GPU")

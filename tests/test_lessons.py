@@ -55,7 +55,7 @@ def test_every_lesson_has_exercises_and_a_solved_copy(path):
     assert solved.exists(), f"no solved copy {solved.name}"
     want = make_lessons.learner_copy(json.loads(solved.read_text()), solved.name)
     assert make_lessons.sources(json.loads(path.read_text())) == make_lessons.sources(want), \
-        "the lesson is not what scripts/make_lessons.py writes from its solved copy"
+        "the lesson is not what scripts/course/make_lessons.py writes from its solved copy"
     for n, (mine, theirs) in enumerate(zip(exercises, cells(solved, "exercise")), start=1):
         assert f"Exercise {n}: not done yet" in stdout(mine), \
             f"exercise {n}'s committed output does not say 'not done yet'"

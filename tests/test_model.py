@@ -1,7 +1,7 @@
 """The model GPU under the simulator: what a learner without a GPU sees.
 
 Each test is a picture a lesson draws, or a rule of the model, checked on the
-simulator's modelled timeline. (tests/test_gpu.py and scripts/model_vs_gpu.py set the
+simulator's modelled timeline. (tests/test_gpu.py and scripts/gpu/model_vs_gpu.py set the
 model beside measurements on a real GPU.)
 """
 

@@ -1,6 +1,6 @@
 """The model GPU's answers beside the GPU's (issue 34, item 1): each lesson's learner copy
 keeps, for every cell that answers a question, what that cell gave on the simulator's
-model GPU (scripts/model_runs.py), and the learner's guess reveals it beside the course's
+model GPU (scripts/course/model_runs.py), and the learner's guess reveals it beside the course's
 GPU run. The kept runs are never older than the code they ran."""
 
 import io
@@ -94,7 +94,7 @@ def test_a_lesson_without_a_kept_model_run_reveals_the_gpu_run_alone(tmp_path):
 
 def test_a_lesson_owed_its_gpu_run_says_so_in_the_reveal(tmp_path):
     """A learner copy whose code changed has no GPU outputs until its run is paid
-    (scripts/owed.py lists it): the reveal says that no GPU run is kept, then the model's."""
+    (scripts/gpu/owed.py lists it): the reveal says that no GPU run is kept, then the model's."""
     lesson = _lesson()
     lesson["cells"][1]["outputs"] = []
     view = workspace.learner_view(lesson, "00__x")

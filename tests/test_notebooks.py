@@ -75,7 +75,7 @@ def test_committed_outputs_come_from_a_gpu_run(path):
     assert counts == list(range(1, len(code) + 1)), "cells were not run once, top to bottom"
     device = stdout(code[0])
     assert re.search(r"device: NVIDIA \S", device), \
-        f"the first cell shows {device!r}: execute the notebook on a GPU (scripts/gpu-check.sh)"
+        f"the first cell shows {device!r}: execute the notebook on a GPU (scripts/gpu/gpu-check.sh)"
     for c in code:
         errors = [o for o in c.outputs if o.get("output_type") == "error"]
         assert not errors, f"a cell failed: {errors[0].get('ename')}: {errors[0].get('evalue')}"

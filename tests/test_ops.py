@@ -206,7 +206,7 @@ def test_equal_takes_last_bits_near_zero_but_not_wrong_values():
 
 
 def test_streamlab_loaded_through_a_path_with_dotdot_still_knows_its_own_code():
-    """A script that puts ``scripts/../src`` on sys.path (scripts/model_vs_gpu.py did) loads
+    """A script that puts ``scripts/../src`` on sys.path (scripts/gpu/model_vs_gpu.py did) loads
     the package under that path; its own marking of internal work (a Timeline's events)
     must still be accepted as streamlab's, not refused as the learner's."""
     import subprocess

@@ -1,7 +1,7 @@
 """Owed GPU runs (issue 53): a change to the code lands without a GPU, and says so. Each
 notebook whose outputs are older than the code they ran is listed in docs/owed.json,
 says so in a banner under its title, and is marked beside its link in the README;
-scripts/owed.py writes all three and these tests hold them to the code."""
+scripts/gpu/owed.py writes all three and these tests hold them to the code."""
 
 import json
 import sys

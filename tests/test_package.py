@@ -157,7 +157,7 @@ def test_the_binding_finder_finds_a_name_bound_twice(tmp_path):
     assert top_level_bindings(tmp_path / "n.py") == {"a": [1], "b": [1], "c": [1], "K": [2, 6]}
 
 
-# --- the package's shape, measured (issue 55; scripts/package_shape.py) ------------------
+# --- the package's shape, measured (issue 55; scripts/ci/package_shape.py) ------------------
 def _shape():
     import package_shape
 

@@ -1,7 +1,7 @@
 """streamlab.profile(): CUPTI's records beside the event timeline.
 
 Without a GPU, the parsing and every metric are checked on records that CUPTI really
-produced, captured on a GPU by scripts/capture_cupti_fixture.py
+produced, captured on a GPU by scripts/gpu/capture_cupti_fixture.py
 (tests/fixtures/cupti_records.json). The test marked ``gpu`` compares event spans with
 CUPTI's kernel times on a GPU and publishes the differences.
 """
@@ -25,7 +25,7 @@ FIXTURE = Path(__file__).parent / "fixtures" / "cupti_records.json"
 @pytest.fixture(scope="module")
 def captured():
     if not FIXTURE.exists():
-        pytest.fail(f"{FIXTURE} is missing: run scripts/capture_cupti_fixture.py on a GPU",
+        pytest.fail(f"{FIXTURE} is missing: run scripts/gpu/capture_cupti_fixture.py on a GPU",
                     pytrace=False)
     doc = json.loads(FIXTURE.read_text())
     return doc, Profile.from_json(doc)

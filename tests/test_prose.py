@@ -1,5 +1,5 @@
 """The lessons read as the course promises: short cells, questions before answers, a table
-of contents, sources named and linked (scripts/prose_stats.py measures them)."""
+of contents, sources named and linked (scripts/course/prose_stats.py measures them)."""
 
 import sys
 from pathlib import Path

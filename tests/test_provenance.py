@@ -22,7 +22,7 @@ EXECUTED = sorted((ROOT / "notebooks").glob("[0-9][0-9]__*.ipynb")) + \
 @pytest.mark.parametrize("path", EXECUTED, ids=lambda p: p.stem[:24])
 def test_committed_outputs_are_not_older_than_the_code_they_ran_or_are_owed_a_run(path):
     """A notebook's outputs are the GPU run of the code it runs now, or the notebook is
-    listed in the ledger of owed runs (docs/owed.json, scripts/owed.py), which its
+    listed in the ledger of owed runs (docs/owed.json, scripts/gpu/owed.py), which its
     banner and the README say to its reader (tests/test_owed.py)."""
     from conftest import OWED
 
@@ -31,7 +31,7 @@ def test_committed_outputs_are_not_older_than_the_code_they_ran_or_are_owed_a_ru
     why = provenance.stale(nb)
     if why is not None:
         assert name in OWED, (f"{name}: {why}; or, to land the change without a GPU, list "
-                              f"it as owed: python scripts/owed.py")
+                              f"it as owed: python scripts/gpu/owed.py")
         return
     assert nb.metadata[provenance.KEY]["device"].startswith("NVIDIA"), \
         "the stamp names no GPU"
@@ -317,7 +317,7 @@ print("FILE", rec.dump(final=True))
 
 
 def test_the_recorder_sees_what_a_process_and_its_children_ran(tmp_path):
-    """scripts/ran_site starts the recorder in every Python process started with
+    """scripts/gpu/ran_site starts the recorder in every Python process started with
     STREAMLAB_RAN_DIR set: the parent's record comes from its last call, a child's at its
     exit. What they ran is named, and what neither ran is not."""
     import json
@@ -328,7 +328,7 @@ def test_the_recorder_sees_what_a_process_and_its_children_ran(tmp_path):
     folder.mkdir()
     env = dict(os.environ, STREAMLAB_QUIET="1", STREAMLAB_DEVICE="sim",
                NUMBA_ENABLE_CUDASIM="1", STREAMLAB_RAN_DIR=str(folder),
-               PYTHONPATH=os.pathsep.join([str(ROOT / "scripts" / "ran_site"), str(ROOT / "src")]
+               PYTHONPATH=os.pathsep.join([str(ROOT / "scripts" / "gpu" / "ran_site"), str(ROOT / "src")]
                                           + [p for p in [os.environ.get("PYTHONPATH")] if p]))
     env.pop("STREAMLAB_RACE_CHECK", None)
     run = subprocess.run([sys.executable, "-c", _PARENT], capture_output=True, text=True,
@@ -345,7 +345,7 @@ def test_the_recorder_sees_what_a_process_and_its_children_ran(tmp_path):
 
 
 def test_a_notebook_run_is_stamped_with_what_it_ran(tmp_path):
-    """scripts/run_notebooks.py, on the simulator: the stamp names the functions the
+    """scripts/gpu/run_notebooks.py, on the simulator: the stamp names the functions the
     notebook's cells ran, and goes stale when one of them changes, not when another does."""
     import shutil
     import subprocess
@@ -364,7 +364,7 @@ def test_a_notebook_run_is_stamped_with_what_it_ran(tmp_path):
                NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=os.pathsep.join(
                    [str(ROOT / "src")] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
     env.pop("STREAMLAB_RACE_CHECK", None)
-    run = subprocess.run([sys.executable, str(ROOT / "scripts" / "run_notebooks.py"),
+    run = subprocess.run([sys.executable, str(ROOT / "scripts" / "gpu" / "run_notebooks.py"),
                           str(path)], capture_output=True, text=True, env=env, timeout=300)
     assert run.returncode == 0, run.stdout + run.stderr
     done = nbformat.read(path, as_version=4)

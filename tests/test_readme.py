@@ -20,8 +20,8 @@ def test_quick_start_is_open_then_test():
 
 def test_ci_runs_the_readme_commands():
     ci = (ROOT / ".ci" / "run").read_text()
-    assert "scripts/quickstart.py README.md" in ci
-    assert '"${cmds[0]} --no-browser"' in ci and "scripts/lab_is_up.py" in ci
+    assert "scripts/ci/quickstart.py README.md" in ci
+    assert '"${cmds[0]} --no-browser"' in ci and "scripts/ci/lab_is_up.py" in ci
     assert 'eval "${cmds[1]}"' in ci
 
 

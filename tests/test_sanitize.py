@@ -1,5 +1,5 @@
-"""scripts/sanitize.py: compute-sanitizer over the lab solutions and planted errors (issue
-33). The GPU run is scripts/gpu-check.sh's PART=sanitizer; here, without a GPU: the
+"""scripts/gpu/sanitize.py: compute-sanitizer over the lab solutions and planted errors (issue
+33). The GPU run is scripts/gpu/gpu-check.sh's PART=sanitizer; here, without a GPU: the
 sanitizer's counts are read right, a missing sanitizer or a wrong argument is named, the
 planted memcheck error is a real one (the simulator checks bounds), and a lab solution's
 cells run in the script's one plain process, under a stand-in for the sanitizer."""

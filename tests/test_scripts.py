@@ -47,7 +47,7 @@ def test_junit_summary_counts_and_names_skips(tmp_path):
 
 
 def record(gpu="GPU A", date="2026-01-01 10:00 UTC", **kw):
-    """A run's record as scripts/gpu_results.py --record writes it."""
+    """A run's record as scripts/gpu/gpu_results.py --record writes it."""
     base = {"gpu": gpu, "visible": 1, "driver": "13.0", "date": date,
             "versions": {"python": "3.12.3", "numba-cuda": "0.30.4"},
             "tests": {"tests": 3, "passed": 3, "failures": 0, "errors": 0, "skipped": 0},
@@ -178,7 +178,7 @@ def test_a_failed_run_is_saved_with_nothing_of_an_earlier_run_and_names_its_cell
                    [str(ROOT / "src")] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
     env.pop("STREAMLAB_RACE_CHECK", None)
     out = tmp_path / "runs.json"
-    run = subprocess.run([sys.executable, str(ROOT / "scripts" / "run_notebooks.py"),
+    run = subprocess.run([sys.executable, str(ROOT / "scripts" / "gpu" / "run_notebooks.py"),
                           *map(str, paths), "--json", str(out), "--timeout", "120"],
                          capture_output=True, text=True, env=env, timeout=300)
     assert run.returncode == 1, run.stdout + run.stderr
@@ -308,14 +308,14 @@ def test_the_model_table_gives_each_gpus_predictions_and_errors():
     assert gpu_results.model_table([record()]) == ["Not in these runs."]
 
 
-# --- each GPU's run, side by side (scripts/gpu_compare.py) ----------------------------
+# --- each GPU's run, side by side (scripts/gpu/gpu_compare.py) ----------------------------
 import gpu_compare  # noqa: E402
 
 
 def test_the_comparison_page_is_what_the_kept_runs_give():
     """docs/gpu-compare.md is written from data/runs/ alone: a hand edit, or a run added
     without rewriting the page, fails here."""
-    assert gpu_compare.main(["--check"]) == 0, "run python scripts/gpu_compare.py"
+    assert gpu_compare.main(["--check"]) == 0, "run python scripts/gpu/gpu_compare.py"
     runs = [gpu_compare.load(p) for p in sorted(gpu_compare.RUNS.glob("*.json"))]
     gpus = {r["gpu"] for r in runs}
     assert {"NVIDIA H200"} <= gpus and any("H100" in g for g in gpus), \
@@ -403,7 +403,7 @@ def test_the_results_page_is_what_the_kept_records_give(monkeypatch, tmp_path):
     show what issue 29 asks: an H100 and an H200, every notebook and lab solution on each,
     passing in every run, three runs in a row on the H100 (lesson 07 ten), and the GPU
     tests passing on both."""
-    assert gpu_results.main(["--check"]) == 0, "run scripts/gpu_results.py --from-records"
+    assert gpu_results.main(["--check"]) == 0, "run scripts/gpu/gpu_results.py --from-records"
     executed = {p.relative_to(ROOT).as_posix() for p in
                 [*(ROOT / "notebooks").glob("[0-9][0-9]__*.ipynb"),
                  *(ROOT / "solutions").glob("lab*/lab*.ipynb")]}
@@ -467,14 +467,14 @@ def test_class_runs_on_gpus_make_a_section_and_bad_ones_say_what_to_do(tmp_path)
 
 
 def test_the_gpu_class_script_says_what_it_lacks(tmp_path):
-    """scripts/gpu-class.sh runs on a GPU machine; where its wheels or the prepared class
+    """scripts/gpu/gpu-class.sh runs on a GPU machine; where its wheels or the prepared class
     are missing it says so, in one line, before it installs or runs anything."""
     import shutil
     import subprocess
 
-    (tmp_path / "scripts").mkdir()
-    shutil.copy(ROOT / "scripts" / "gpu-class.sh", tmp_path / "scripts")
-    script = str(tmp_path / "scripts" / "gpu-class.sh")
+    (tmp_path / "scripts" / "gpu").mkdir(parents=True)
+    shutil.copy(ROOT / "scripts" / "gpu" / "gpu-class.sh", tmp_path / "scripts" / "gpu")
+    script = str(tmp_path / "scripts" / "gpu" / "gpu-class.sh")
 
     def run(*args):
         done = subprocess.run(["bash", script, *args], capture_output=True, text=True,
@@ -499,7 +499,7 @@ def test_the_numba_cuda_mlir_page_is_what_its_kept_run_gives():
     report = json.loads((ROOT / source).read_text())
     assert (ROOT / "docs" / "numba-cuda-mlir.md").read_text() == \
         try_numba_cuda_mlir.page(report, source), \
-        f"run python scripts/try_numba_cuda_mlir.py --page {source} --out docs/numba-cuda-mlir.md"
+        f"run python scripts/probes/try_numba_cuda_mlir.py --page {source} --out docs/numba-cuda-mlir.md"
     lessons = [k for k in report if k.startswith("notebooks/")]
     assert len(lessons) == 3 and all("/0" in k for k in lessons), lessons
     with pytest.raises(SystemExit, match="give notebooks and --json"):
@@ -507,7 +507,7 @@ def test_the_numba_cuda_mlir_page_is_what_its_kept_run_gives():
 
 
 def test_the_trace_counts_the_package_functions_and_calls_a_path_makes():
-    """scripts/trace_files.py (issue 55: the work a path does, not the files it passes
+    """scripts/ci/trace_files.py (issue 55: the work a path does, not the files it passes
     through) counts the package functions one span becoming a bar entered, and its calls."""
     import trace_files
 
@@ -527,9 +527,9 @@ def test_the_trace_counts_the_package_functions_and_calls_a_path_makes():
 def test_a_span_and_every_verdict_enter_no_more_package_functions_than_today():
     """Issue 55: one span becoming a bar, one exercise's verdict, and the verdicts on every
     kept right answer, summed, enter no more of the package's functions than the limits
-    scripts/trace_files.py holds (today's counts; it exits 1 past them). A module split in
+    scripts/ci/trace_files.py holds (today's counts; it exits 1 past them). A module split in
     two does not change a count of functions."""
-    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "trace_files.py"), "--all"],
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "ci" / "trace_files.py"), "--all"],
                        capture_output=True, text=True, cwd=ROOT, timeout=600,
                        env={**os.environ, "STREAMLAB_DEVICE": "sim", "STREAMLAB_QUIET": "1"})
     assert r.returncode == 0, r.stdout + r.stderr
@@ -542,7 +542,7 @@ def test_a_span_and_every_verdict_enter_no_more_package_functions_than_today():
         assert 0 < int(cells[1]) <= int(cells[2]), row
 
 
-# --- which collections run during tests (scripts/gc_during_tests.py) ---------------------
+# --- which collections run during tests (scripts/probes/gc_during_tests.py) ---------------------
 def test_gc_during_tests_names_the_test_and_the_thread_of_each_collection(tmp_path):
     """The script lists a collection on a thread other than the main one, and a long one
     on the main thread, each with the test that was running; bad arguments are refused."""
@@ -556,7 +556,7 @@ def test_gc_during_tests_names_the_test_and_the_thread_of_each_collection(tmp_pa
         "    t.start(); t.join()\n"
         "    gc.collect()\n")
     out = tmp_path / "gc.txt"
-    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "gc_during_tests.py"),
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "probes" / "gc_during_tests.py"),
                         "--min-ms", "0", "--out", str(out), "--", "-q", "-p", "no:cacheprovider",
                         "-o", "addopts=", "-p", "no:xdist", str(tmp_path / "test_gc_case.py")],
                        capture_output=True, text=True, timeout=120, cwd=tmp_path)
@@ -565,10 +565,10 @@ def test_gc_during_tests_names_the_test_and_the_thread_of_each_collection(tmp_pa
     assert "-- test_gc_case.py::test_collects" in text
     assert "thread 'driver-like'  during test_gc_case.py::test_collects" in text
     assert "thread 'MainThread'  during test_gc_case.py::test_collects" in text
-    bad = subprocess.run([sys.executable, str(ROOT / "scripts" / "gc_during_tests.py"),
+    bad = subprocess.run([sys.executable, str(ROOT / "scripts" / "probes" / "gc_during_tests.py"),
                           "--min-ms", "-1", "--", "x"], capture_output=True, text=True)
     assert bad.returncode == 2 and "--min-ms must be 0 or more" in bad.stderr
-    none = subprocess.run([sys.executable, str(ROOT / "scripts" / "gc_during_tests.py")],
+    none = subprocess.run([sys.executable, str(ROOT / "scripts" / "probes" / "gc_during_tests.py")],
                           capture_output=True, text=True)
     assert none.returncode == 2 and "give pytest's arguments after --" in none.stderr
 
@@ -629,7 +629,7 @@ def test_the_judging_benchmark_turns_the_graders_judgement_off_and_on(monkeypatc
 
 
 def test_a_claims_margin_is_its_slack_over_its_spread_and_guards_count():
-    """scripts/claim_margins.py: the slack of each comparison, its mean over its spread
+    """scripts/gpu/claim_margins.py: the slack of each comparison, its mean over its spread
     across runs; `and` takes the weakest part, `or` the strongest; one run has no margin."""
     import ast
     import math

@@ -4,7 +4,7 @@
 of numba (and ``threading.Thread``) holds exactly what it held before ``import
 streamlab``, on the simulator and on a GPU (run in a fresh Python, where numba's modules
 are loaded and looked at first). And numba-cuda's own tests give the same outcome with
-streamlab imported as without (scripts/numba_own_tests.py)."""
+streamlab imported as without (scripts/gpu/numba_own_tests.py)."""
 
 import json
 import os
@@ -202,10 +202,10 @@ def test_import_alone_leaves_threading_and_queue_as_they_were(model):
 
 
 def own_tests(tmp_path, figures, *args) -> dict:
-    """scripts/numba_own_tests.py run (on the simulator, or with --gpu): it must find the
+    """scripts/gpu/numba_own_tests.py run (on the simulator, or with --gpu): it must find the
     same outcome for every test both ways, and have run some. Its totals become figures."""
     out = tmp_path / "own.json"
-    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "numba_own_tests.py"),
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "gpu" / "numba_own_tests.py"),
                         "--json", str(out), *args], capture_output=True, text=True,
                        timeout=1800)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
@@ -220,7 +220,7 @@ def own_tests(tmp_path, figures, *args) -> dict:
 
 
 def the_script():
-    """scripts/numba_own_tests.py, as a module."""
+    """scripts/gpu/numba_own_tests.py, as a module."""
     try:
         import numba_own_tests
     finally:

@@ -14,7 +14,7 @@ the cell's output, and raises :class:`ClaimFailed` naming the claim when one doe
 only on a GPU, and the simulator lists them as not checked there. Because the conditions
 sit in the cell's source and the figures in its output, a test re-checks a committed
 notebook without running it (:func:`check_notebook`): CI does that for every committed
-lesson, and ``scripts/run_notebooks.py`` for every fresh GPU run.
+lesson, and ``scripts/gpu/run_notebooks.py`` for every fresh GPU run.
 
 A condition is a Python expression over the figures' names: comparisons, ``and``/``or``/
 ``not``, arithmetic, ``abs``/``min``/``max`` and numbers. Nothing else runs. ``and`` and

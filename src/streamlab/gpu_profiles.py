@@ -1,7 +1,7 @@
 """A GPU's figures, as the model GPU (:mod:`streamlab.model`) reads them.
 
 Each profile is one JSON file in ``streamlab/profiles/``, measured on a real GPU by
-``scripts/measure_profile.py``: its copy bandwidths and latencies, what the host's calls
+``scripts/gpu/measure_profile.py``: its copy bandwidths and latencies, what the host's calls
 cost, its SMs and copy engines, and what the GPU reports of itself. None is typed in by
 hand. :mod:`streamlab.model` gives the same names (``streamlab.model.load_profile``).
 
@@ -27,7 +27,7 @@ class ModelError(RuntimeError):
 # --- profiles ------------------------------------------------------------------------
 @dataclass(frozen=True)
 class GpuProfile:
-    """A GPU's figures, measured by ``scripts/measure_profile.py``."""
+    """A GPU's figures, measured by ``scripts/gpu/measure_profile.py``."""
 
     key: str
     name: str
@@ -74,7 +74,7 @@ def load_profile(key: str | None = None) -> GpuProfile:
     if not os.path.exists(path):
         raise ModelError(f"no GPU profile called {key!r}; the profiles are: "
                          f"{', '.join(profiles()) or 'none'}. Measure one on a GPU with "
-                         f"python scripts/measure_profile.py")
+                         f"python scripts/gpu/measure_profile.py")
     with open(path) as f:
         data = json.load(f)
     fields = GpuProfile.__dataclass_fields__

@@ -3,7 +3,7 @@
 A claim that must hold on every GPU reads its threshold from here, not from one GPU's run:
 ``streamlab.attribute("ASYNC_ENGINE_COUNT")``, ``streamlab.peak_bandwidth_gbs()``. On the
 simulator the model GPU answers, from the attributes its profile keeps
-(``scripts/measure_profile.py`` reads them on a GPU).
+(``scripts/gpu/measure_profile.py`` reads them on a GPU).
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ Durations: the spin kernel runs for exactly what it was asked (plus the little i
 overruns on the GPU); a copy takes its latency plus its bytes over the measured
 bandwidth; any other kernel a simple roofline, ``floor + bytes / min(DRAM bandwidth,
 threads x one thread's bandwidth)``, unless a cost is stated with :func:`kernel_cost`.
-Every figure comes from a profile measured on a real GPU by ``scripts/measure_profile.py``
+Every figure comes from a profile measured on a real GPU by ``scripts/gpu/measure_profile.py``
 (``streamlab/profiles/*.json``); none is typed in by hand.
 
 On the simulator the model is on: events, ``elapsed_time``, ``query()``, every

@@ -17,7 +17,7 @@ Where CUPTI cannot run (the simulator, no ``cupti-python``, a driver that refuse
 
 The records are plain :class:`Record` values, read once from CUPTI's objects, so that a
 test can check the parsing and every metric on records captured on a GPU and saved as
-JSON (``tests/fixtures/cupti_records.json``, by ``scripts/capture_cupti_fixture.py``).
+JSON (``tests/fixtures/cupti_records.json``, by ``scripts/gpu/capture_cupti_fixture.py``).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """What a committed notebook's outputs ran, and whether they are older than that code now.
 
-A GPU run (``scripts/run_notebooks.py``) records, while each notebook executes, which code
+A GPU run (``scripts/gpu/run_notebooks.py``) records, while each notebook executes, which code
 of the package it ran: each function or method, and each module body, of ``streamlab``
 (its exercises' and labs' checks included), in the notebook's kernel and in any Python
 process the notebook starts. The recorder is coverage.py (:class:`Recorder`: on Python 3.12
@@ -19,7 +19,7 @@ imported. To add, remove or rename a function, or to change its decorators, is t
 its module's body (a name looked up at run time, or a method that overrides another,
 changes what runs): every notebook that imported the module is then older than its code.
 
-The model GPU's runs of the learner copies (``scripts/model_runs.py``, on the simulator)
+The model GPU's runs of the learner copies (``scripts/course/model_runs.py``, on the simulator)
 are stamped the older way, by module (:func:`stamp`: the hash of each package module the
 kernel imported); they need no GPU to make again.
 
@@ -234,7 +234,7 @@ class Recorder:
     calls it for every audited event, ``id()`` and ``sys._getframe()`` among them, and it
     added 3 us to a span on Python 3.12, measured, where coverage.py's ``sys.monitoring``
     core added nothing).
-    Started by ``scripts/ran_site/sitecustomize.py`` in every Python process that a GPU
+    Started by ``scripts/gpu/ran_site/sitecustomize.py`` in every Python process that a GPU
     run starts with :data:`DIR_VARIABLE` set; :meth:`dump` writes it there."""
 
     def __init__(self, folder: str, root: Path | None = None):
@@ -377,7 +377,7 @@ def imported(printed: str, root: Path | None = None) -> list[str]:
         except ValueError:
             raise ValueError(f"the kernel imported streamlab from {path}, not from {root}: "
                              f"run the notebooks with this checkout's src/ on the path "
-                             f"(scripts/gpu-check.sh does)") from None
+                             f"(scripts/gpu/gpu-check.sh does)") from None
     return sorted(out)
 
 
@@ -401,10 +401,10 @@ def stamp(nb, device: str, modules, root: Path | None = None, key: str = KEY) ->
 # --- stale or not --------------------------------------------------------------------------
 
 #: where a lesson's learner copy records the model GPU's run of it (streamlab.workspace's
-#: MODEL_RUN_KEY; scripts/model_runs.py writes it)
+#: MODEL_RUN_KEY; scripts/course/model_runs.py writes it)
 MODEL_RUN_KEY = "streamlab_model_run"
-_AGAIN = {KEY: ("execute it on a GPU", "PART=owed scripts/gpu-check.sh"),
-          MODEL_RUN_KEY: ("run it on the simulator", "scripts/model_runs.py")}
+_AGAIN = {KEY: ("execute it on a GPU", "PART=owed scripts/gpu/gpu-check.sh"),
+          MODEL_RUN_KEY: ("run it on the simulator", "scripts/course/model_runs.py")}
 
 
 def _file_prints(path: Path) -> dict[str, str] | None:

@@ -169,7 +169,7 @@ VIEW_KEY = "streamlab"
 #: in a lesson's learner copy, the model GPU's run of a cell that answers a question (cell
 #: metadata: ``{"outputs": [...]}``), and the record of that run (notebook metadata: the
 #: model, and what the run ran, as :mod:`streamlab.provenance` stamps it). Written by
-#: ``scripts/model_runs.py``, which runs the copy on Numba's simulator
+#: ``scripts/course/model_runs.py``, which runs the copy on Numba's simulator
 MODEL_OUTPUTS_KEY = "streamlab_model"
 MODEL_RUN_KEY = "streamlab_model_run"
 

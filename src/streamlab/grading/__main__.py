@@ -27,7 +27,7 @@ LAB is a lab's folder name under labs/, e.g. lab01__eight_streams. labs/README.m
 what a grade withstands, and what it does not. To try it first, on twelve example
 learners whose grades are known (needs the test tools, for nbgrader):
 
-    python scripts/make_class.py 12 lab02__events --out /tmp/class --grade
+    python scripts/course/make_class.py 12 lab02__events --out /tmp/class --grade
 """
 
 if sys.argv[1:2] == ["class"]:

@@ -12,7 +12,7 @@ from .._patching import patch
 
 def report_attributes() -> None:
     """Give the simulator's device the model GPU's attributes, those its profile keeps
-    (measured on a GPU by scripts/measure_profile.py), so that a lesson reads what a GPU
+    (measured on a GPU by scripts/gpu/measure_profile.py), so that a lesson reads what a GPU
     says of itself with numba's own call on both paths; any other name is refused,
     naming those it has."""
     from numba.cuda.simulator.cudadrv import devices

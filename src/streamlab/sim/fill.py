@@ -14,7 +14,7 @@ What each fill does (numba-cuda 0.30's simulator alone, then with streamlab):
   streams with handles 0 (default), 1 (legacy), 2 (per-thread), like the GPU's.
 - ``cuda.external_stream(ptr)``: left as numba has it (RuntimeError: external streams
   are unsupported in the simulator), so that numba-cuda's own tests give the same
-  results with streamlab imported as without (``scripts/numba_own_tests.py``).
+  results with streamlab imported as without (``scripts/gpu/numba_own_tests.py``).
 - ``cuda.pinned(a, b, ...)``: one array only -> any number.
 - ``cuda.mapped_array(...)``: a device array -> a host array kernels write.
 - ``cuda.pinned_array`` / ``cuda.pinned(a)``: unmarked -> marked as pinned, so that

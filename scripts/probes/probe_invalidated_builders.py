@@ -1,7 +1,7 @@
 """Which teardown of a cuda.core GraphBuilder kills the process? (the cause of lesson 07's
 kernel deaths; NVIDIA/cuda-python#2834)
 
-    python scripts/probe_invalidated_builders.py [--runs 3] [--captures 20]
+    python scripts/probes/probe_invalidated_builders.py [--runs 3] [--captures 20]
 
 Each case runs ``--runs`` times, each in a fresh process under faulthandler, and makes
 ``--captures`` captures. A capture is invalidated by a refused synchronize and ended with

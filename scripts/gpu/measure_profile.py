@@ -1,7 +1,7 @@
 """Measure the figures of streamlab's model GPU on a real GPU and write them to a profile.
 
-    python scripts/measure_profile.py                 # writes src/streamlab/profiles/<gpu>.json
-    python scripts/measure_profile.py --out DIR       # writes DIR/<gpu>.json instead
+    python scripts/gpu/measure_profile.py                 # writes src/streamlab/profiles/<gpu>.json
+    python scripts/gpu/measure_profile.py --out DIR       # writes DIR/<gpu>.json instead
 
 Every parameter of :mod:`streamlab.model` comes from here; none is typed in by hand.
 GPU times come from CUDA event pairs, host times from ``time.perf_counter`` (medians of
@@ -26,7 +26,7 @@ import numpy as np
 
 os.environ.setdefault("STREAMLAB_QUIET", "1")
 os.environ.setdefault("STREAMLAB_DEVICE", "gpu")
-sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "src")))
+sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "src")))
 
 import streamlab  # noqa: E402
 from numba import cuda  # noqa: E402
@@ -212,7 +212,7 @@ def measure() -> dict:
     profile = {
         "name": streamlab.device_name(),
         "measured": datetime.date.today().isoformat(),
-        "by": "scripts/measure_profile.py",
+        "by": "scripts/gpu/measure_profile.py",
         "numba_cuda": __import__("numba_cuda").__version__,
         "compute_capability": ".".join(map(str, dev.compute_capability)),
         "sm_count": streamlab.attribute("MULTIPROCESSOR_COUNT"),

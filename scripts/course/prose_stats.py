@@ -1,6 +1,6 @@
 """How the lessons read: words per markdown cell, questions and answers, contents, sources.
 
-    python scripts/prose_stats.py        # prints each lesson's median and the course's
+    python scripts/course/prose_stats.py        # prints each lesson's median and the course's
 
 tests/test_prose.py holds the lessons to what this measures. The rules:
 
@@ -24,7 +24,7 @@ import statistics
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 MEDIAN_WORDS = 45
 
 # The source documents the lessons build on: title -> (author, public address or None).
@@ -51,7 +51,7 @@ def lessons() -> list[Path]:
 
 def markdown(path: Path) -> list[str]:
     """The source of each markdown cell of a notebook (a banner that its GPU run is owed,
-    scripts/owed.py's, is not the lesson's prose)."""
+    scripts/gpu/owed.py's, is not the lesson's prose)."""
     nb = json.loads(path.read_text())
     return ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown"
             and "owed-gpu-run" not in c.get("metadata", {}).get("tags", [])]

@@ -1,6 +1,6 @@
 """compute-sanitizer over the lab solutions, and over planted errors it must find.
 
-    python scripts/sanitize.py [--json PATH] [--out PAGE] [--timeout S] [NOTEBOOK ...]
+    python scripts/gpu/sanitize.py [--json PATH] [--out PAGE] [--timeout S] [NOTEBOOK ...]
     (default: every solutions/*/*.ipynb)
 
 On a GPU machine with NVIDIA's compute-sanitizer (the CUDA toolkit's bin folder, or
@@ -25,7 +25,7 @@ bug in the program (../shared/GPU_NOTES.md). The memory, race and barrier checks
 
 Prints a table and exits 1 when a solution has an error or a planted one is not found.
 ``--json`` keeps the results; ``--out`` writes them as a page. Run by
-``PART=sanitizer bash scripts/gpu-check.sh``. Not in CI: the simulator has no sanitizer.
+``PART=sanitizer bash scripts/gpu/gpu-check.sh``. Not in CI: the simulator has no sanitizer.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 #: the planted programs: (tool, what is wrong, the program, its fixed twin). Each is a
 #: whole script; {FIX} marks the line that the twin has and the planted one lacks (or has
@@ -321,7 +321,7 @@ def main(argv=None) -> int:
                              capture_output=True, text=True).stdout.strip().splitlines()
         a.out.write_text(
             "# compute-sanitizer over the lab solutions and planted errors\n\n"
-            f"Written by `scripts/sanitize.py` on "
+            f"Written by `scripts/gpu/sanitize.py` on "
             f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, on "
             f"{gpu[0] if gpu else 'a GPU nvidia-smi did not name'}, with "
             f"`--report-api-errors no` (see the script's docstring).\n\n{text}\n")

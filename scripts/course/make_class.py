@@ -1,8 +1,8 @@
 """Make a synthetic class to grade: N submissions of each lab, each with a known grade.
 
-    python scripts/make_class.py N LAB [LAB ...] --out FOLDER [--seed S]
-    python scripts/make_class.py --check FOLDER LAB    # the grades against expected.csv
-    python scripts/make_class.py 12 lab02__events --out /tmp/class --grade
+    python scripts/course/make_class.py N LAB [LAB ...] --out FOLDER [--seed S]
+    python scripts/course/make_class.py --check FOLDER LAB    # the grades against expected.csv
+    python scripts/course/make_class.py 12 lab02__events --out /tmp/class --grade
                                                        # make, grade and check: a first try
 
 FOLDER becomes a course folder as nbgrader autograde wants one (nbgrader_config.py,
@@ -37,7 +37,7 @@ import random
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 
 #: cheats, each (kind, the cheat's code, which parts score nothing: "all" or "part"): the
@@ -237,9 +237,9 @@ def main(argv=None) -> int:
 
     if argv is None:
         argv = sys.argv[1:]
-    if argv[:1] == ["--check"]:  # python scripts/make_class.py --check FOLDER LAB
+    if argv[:1] == ["--check"]:  # python scripts/course/make_class.py --check FOLDER LAB
         if len(argv) != 3:
-            raise SystemExit("usage: python scripts/make_class.py --check FOLDER LAB")
+            raise SystemExit("usage: python scripts/course/make_class.py --check FOLDER LAB")
         return check(Path(argv[1]), argv[2])
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("n", type=int, help="submissions per lab")

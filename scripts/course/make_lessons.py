@@ -1,7 +1,7 @@
 """Write each lesson's learner copy from its solved copy (the one source of truth).
 
-    python scripts/make_lessons.py            # writes notebooks/NN__x__y.ipynb
-    python scripts/make_lessons.py --check    # fails if a learner copy is out of date
+    python scripts/course/make_lessons.py            # writes notebooks/NN__x__y.ipynb
+    python scripts/course/make_lessons.py --check    # fails if a learner copy is out of date
 
 ``notebooks/NN__x__y__SOLUTION.ipynb`` holds the lesson with its exercises answered. In
 each code cell tagged ``exercise`` the answer sits between ``### BEGIN SOLUTION`` and
@@ -9,8 +9,8 @@ each code cell tagged ``exercise`` the answer sits between ``### BEGIN SOLUTION`
 many lines it takes and raises NotImplementedError (whose check then prints "not done
 yet"). Cells tagged ``solution-note`` (the solved copy's own note) are left out. Where
 the code changed, the copy is written without outputs: each copy is executed on its own,
-on a GPU (scripts/gpu-check.sh), and on the simulator for the model GPU's answers
-(scripts/model_runs.py), before it is committed. Where only markdown changed, the copy
+on a GPU (scripts/gpu/gpu-check.sh), and on the simulator for the model GPU's answers
+(scripts/course/model_runs.py), before it is committed. Where only markdown changed, the copy
 keeps the outputs of its last runs, which ran the same code.
 """
 
@@ -21,14 +21,14 @@ import re
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 RUN_KEY = "streamlab_run"  # streamlab.provenance.KEY: what a copy's outputs ran
-# the model GPU's run of the learner's copy (scripts/model_runs.py): each answering cell's
+# the model GPU's run of the learner's copy (scripts/course/model_runs.py): each answering cell's
 # outputs, and the record of that run (streamlab.workspace.MODEL_OUTPUTS_KEY, MODEL_RUN_KEY)
 MODEL_OUTPUTS_KEY, MODEL_RUN_KEY = "streamlab_model", "streamlab_model_run"
-# a banner that scripts/owed.py writes in a copy whose outputs are older than its code:
+# a banner that scripts/gpu/owed.py writes in a copy whose outputs are older than its code:
 # each copy's own (each copy has its own GPU run), never carried from one to the other
 OWED_TAG = "owed-gpu-run"
 
@@ -160,7 +160,7 @@ def main(argv) -> int:
         if not check:
             target.write_text(json.dumps(want, indent=1, ensure_ascii=False) + "\n")
     if check and stale:
-        print("out of date (run python scripts/make_lessons.py, then execute them): "
+        print("out of date (run python scripts/course/make_lessons.py, then execute them): "
               + ", ".join(stale))
         return 1
     print(("wrote " + ", ".join(stale)) if stale else "every learner copy is up to date")

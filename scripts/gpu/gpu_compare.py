@@ -1,9 +1,9 @@
 """Write docs/gpu-compare.md: each GPU's run of the course, side by side.
 
-    python scripts/gpu_compare.py            # writes the page from data/runs/*.json
-    python scripts/gpu_compare.py --check    # fails if the page is not what the runs give
+    python scripts/gpu/gpu_compare.py            # writes the page from data/runs/*.json
+    python scripts/gpu/gpu_compare.py --check    # fails if the page is not what the runs give
 
-Each file in data/runs/ is the JSON that ``scripts/run_notebooks.py --json`` wrote on a GPU
+Each file in data/runs/ is the JSON that ``scripts/gpu/run_notebooks.py --json`` wrote on a GPU
 (``YYYY-MM-DD-name.json``), kept as it came back. The page puts every notebook's headline
 figures, and every lab solution's check lines, in one column a run, so that a figure that
 differs between GPUs is seen to differ. The GPU of a run is the ``device`` line its
@@ -18,7 +18,7 @@ import re
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 RUNS = ROOT / "data" / "runs"
 PAGE = ROOT / "docs" / "gpu-compare.md"
 
@@ -102,8 +102,8 @@ def page(runs: list[dict]) -> str:
     lines = [
         "# Each GPU's run, side by side",
         "",
-        "Written by `scripts/gpu_compare.py` from the runs kept in `data/runs/` (what",
-        "`scripts/run_notebooks.py` measured on each GPU). Every notebook and lab solution,",
+        "Written by `scripts/gpu/gpu_compare.py` from the runs kept in `data/runs/` (what",
+        "`scripts/gpu/run_notebooks.py` measured on each GPU). Every notebook and lab solution,",
         "executed top to bottom; each column is one run. A figure that differs between GPUs",
         "is one the lessons' text does not state as a number: their claims hold it to what",
         "the device reports or what the same run measured.",
@@ -140,7 +140,7 @@ def main(argv=None) -> int:
         return 1
     if a.check:
         if not PAGE.exists() or PAGE.read_text() != text:
-            print(f"{PAGE.relative_to(ROOT)} is out of date: run python scripts/gpu_compare.py",
+            print(f"{PAGE.relative_to(ROOT)} is out of date: run python scripts/gpu/gpu_compare.py",
                   file=sys.stderr)
             return 1
         return 0

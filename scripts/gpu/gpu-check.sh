@@ -3,13 +3,13 @@
 # solution executed in place, the whole test suite in GPU mode (the labs' wrong and right
 # answers included), the overhead benchmark; then docs/gpu-results.md written from what
 # was measured.
-#   bash scripts/gpu-check.sh        (results go to $OUT, default ./gpu-out)
+#   bash scripts/gpu/gpu-check.sh        (results go to $OUT, default ./gpu-out)
 # $OUT gets: gpu-results.md, record.json, pytest.txt, bench.txt, bench.json, model.txt, model.json, doctor.txt, notebooks.txt,
 # notebooks.json and notebooks.tar (the executed notebooks and solutions, to commit),
 # junit.xml and tests.json (what the tests part ran and measured).
 # In parts, for machines that limit one command's time:
-#   PART=notebooks bash scripts/gpu-check.sh       the notebooks and solutions only
-#   PART=tests NOTEBOOKS_JSON=path/notebooks.json bash scripts/gpu-check.sh
+#   PART=notebooks bash scripts/gpu/gpu-check.sh       the notebooks and solutions only
+#   PART=tests NOTEBOOKS_JSON=path/notebooks.json bash scripts/gpu/gpu-check.sh
 #                                                  the tests and benchmark, and the page
 #                                                  (with the notebooks part's figures)
 # NOTEBOOKS_JSON with a notebooks run: this run's results update that earlier run's.
@@ -32,14 +32,14 @@
 # notebooks' JSON (every other test, and the page from all three). (t2 was once every test
 # after t1: on a machine of two H200s it ran past the 10 minutes, 94 % done.) How
 # many tests and notebooks each part ran, and how long it took, on the last whole pass:
-# docs/gpu-check-parts.md (written by scripts/gpu_parts.py from that pass's files).
-# PART=owed: only what is owed (docs/owed.json, scripts/owed.py): the owed notebooks
+# docs/gpu-check-parts.md (written by scripts/gpu/gpu_parts.py from that pass's files).
+# PART=owed: only what is owed (docs/owed.json, scripts/gpu/owed.py): the owed notebooks
 # that fit BUDGET seconds (default 480), lessons' solved copies first, then their learner
 # copies, then the lab solutions (lesson 09 only where two GPUs are visible); then, once no
 # notebook is owed, the learner copies' model runs that are older than their code
-# (scripts/model_runs.py, on the simulator). It then brings the ledger, the banners and the
+# (scripts/course/model_runs.py, on the simulator). It then brings the ledger, the banners and the
 # README up to date (all in notebooks.tar). Call it again until it says nothing is owed.
-# PART=sanitizer: compute-sanitizer finds the planted errors of scripts/sanitize.py, and
+# PART=sanitizer: compute-sanitizer finds the planted errors of scripts/gpu/sanitize.py, and
 # memcheck finds none in the lab solutions ($OUT gets sanitizer.txt, .json and .md, the
 # page for docs/sanitizer.md). A few minutes.
 # PART=recorder: what recording what a notebook ran costs (benchmarks/recorder_cost.py):
@@ -48,7 +48,7 @@
 # failed, 8 a benchmark missed its stated target (the page says so at its top), 16 another
 # step failed; 2 is a wrong PART. 0: all of it held.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/gpu-out}
 # PART=t1 runs these; t2 runs every other test file
 KEPT_ANSWERS="tests/test_exercises.py tests/test_lab_answers.py tests/test_lab_answers_later.py"
@@ -95,7 +95,7 @@ finish() {
   > "$OUT/doctor.txt" 2>&1 || status=$((status | STEP_FAILED))
 if [ "$PART" = sanitizer ]; then
   # compute-sanitizer: the planted errors found, the lab solutions clean (memcheck)
-  python3 scripts/sanitize.py --json "$OUT/sanitizer.json" --out "$OUT/sanitizer.md" \
+  python3 scripts/gpu/sanitize.py --json "$OUT/sanitizer.json" --out "$OUT/sanitizer.md" \
     > "$OUT/sanitizer.txt" 2>&1 || status=$((status | STEP_FAILED))
   cat "$OUT/sanitizer.txt"
   finish
@@ -108,10 +108,10 @@ if [ "$PART" = recorder ]; then
 fi
 if [ "$PART" = owed ]; then
   gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
-  NOTEBOOKS=$(python3 scripts/owed.py next --budget "${BUDGET:-480}" --gpus "$gpus") || status=$((status | STEP_FAILED))
+  NOTEBOOKS=$(python3 scripts/gpu/owed.py next --budget "${BUDGET:-480}" --gpus "$gpus") || status=$((status | STEP_FAILED))
   if [ -z "$NOTEBOOKS" ]; then
     # no notebook owed: the learner copies' model runs older than their code, if any
-    python3 scripts/model_runs.py --stale > "$OUT/model-runs.txt" 2>&1 || status=$((status | STEP_FAILED))
+    python3 scripts/course/model_runs.py --stale > "$OUT/model-runs.txt" 2>&1 || status=$((status | STEP_FAILED))
     cat "$OUT/model-runs.txt"
     tar -cf "$OUT/notebooks.tar" notebooks/*.ipynb
     finish
@@ -122,11 +122,11 @@ fi
 if [ "$PART" != tests ]; then
   # the notebooks first, executed in place: the tests then check what will be committed
   # shellcheck disable=SC2086  # NOTEBOOKS and TESTS are lists of paths and globs
-  python3 scripts/run_notebooks.py --json "$OUT/notebooks.json" ${NOTEBOOKS_JSON:+--merge "$NOTEBOOKS_JSON"} ${REPEAT:+--repeat "$REPEAT"} ${NOTEBOOKS:-} \
+  python3 scripts/gpu/run_notebooks.py --json "$OUT/notebooks.json" ${NOTEBOOKS_JSON:+--merge "$NOTEBOOKS_JSON"} ${REPEAT:+--repeat "$REPEAT"} ${NOTEBOOKS:-} \
     > "$OUT/notebooks.txt" 2>&1 || status=$((status | NOTEBOOK_FAILED))
   cat "$OUT/notebooks.txt"
   # what is still owed, each notebook's banner and the README's marks, after this run
-  python3 scripts/owed.py > "$OUT/owed.txt" 2>&1 || status=$((status | STEP_FAILED))
+  python3 scripts/gpu/owed.py > "$OUT/owed.txt" 2>&1 || status=$((status | STEP_FAILED))
   cat "$OUT/owed.txt"
   tar -cf "$OUT/notebooks.tar" notebooks/*.ipynb solutions/*/*.ipynb docs/owed.json README.md
 fi
@@ -143,10 +143,10 @@ if [ "$PART" != notebooks ]; then
   [ -f "$WORK/tests.json" ] && cp "$WORK/tests.json" "$OUT/tests.json"
   python3 benchmarks/span_overhead.py --json "$WORK/bench.json" > "$OUT/bench.txt" 2>&1
   case $? in 0) ;; 3) status=$((status | TARGET_MISSED)) ;; *) status=$((status | STEP_FAILED)) ;; esac
-  # kept, so that the page can be rebuilt off the GPU machine with scripts/gpu_results.py
+  # kept, so that the page can be rebuilt off the GPU machine with scripts/gpu/gpu_results.py
   [ -f "$WORK/bench.json" ] && cp "$WORK/bench.json" "$OUT/bench.json"
   # the model GPU's predictions against this GPU (a table in the page)
-  python3 scripts/model_vs_gpu.py --json "$OUT/model.json" > "$OUT/model.txt" 2>&1 || status=$((status | STEP_FAILED))
+  python3 scripts/gpu/model_vs_gpu.py --json "$OUT/model.json" > "$OUT/model.txt" 2>&1 || status=$((status | STEP_FAILED))
   cat "$OUT/model.txt"
   # earlier tests parts (EARLIER="folder ...", each with its junit.xml and tests.json): one page
   junits="$WORK/junit.xml" figures="$WORK/tests.json"
@@ -159,7 +159,7 @@ if [ "$PART" != notebooks ]; then
   # record.json: this run's record, to keep in data/runs/results/ (the course's page is
   # made from the kept records, each GPU's run in its own column)
   # shellcheck disable=SC2086  # junits and figures are lists of paths
-  python3 scripts/gpu_results.py --doctor "$OUT/doctor.txt" --tests $figures \
+  python3 scripts/gpu/gpu_results.py --doctor "$OUT/doctor.txt" --tests $figures \
     --bench "$WORK/bench.json" --junit $junits \
     ${nb_json:+$( [ -f "$nb_json" ] && echo --notebooks "$nb_json")} \
     $( [ -f "$OUT/model.json" ] && echo --model "$OUT/model.json") \

@@ -1,6 +1,6 @@
 """Capture real CUPTI records for the tests that run without a GPU.
 
-    python scripts/capture_cupti_fixture.py [--out tests/fixtures/cupti_records.json]
+    python scripts/gpu/capture_cupti_fixture.py [--out tests/fixtures/cupti_records.json]
 
 On a GPU with cupti-python: a small job of the course's kinds (pinned and pageable
 copies in and out, a memset, spin kernels on two streams, one stream waiting on the
@@ -22,7 +22,7 @@ from numba import cuda
 from numba.cuda.cudadrv.driver import device_memset
 from streamlab.profiler import profile
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def main() -> int:

@@ -2,7 +2,7 @@
 tools in it, and its size what the README says. For .ci/run, right after that command
 (standard library only).
 
-    python3 scripts/learner_install.py
+    python3 scripts/ci/learner_install.py
 """
 
 import os

@@ -1,17 +1,17 @@
 """Write docs/gpu-results.md from what GPU runs measured: each GPU's run in its own column.
 
-On the GPU machine, at the end of scripts/gpu-check.sh:
+On the GPU machine, at the end of scripts/gpu/gpu-check.sh:
 
-    python scripts/gpu_results.py --doctor D.txt --tests T.json --bench B.json \\
+    python scripts/gpu/gpu_results.py --doctor D.txt --tests T.json --bench B.json \\
         --junit J.xml [--notebooks N.json] [--model M.json] --record R.json --out PAGE
 
 writes that run's record (R.json: every figure the run measured, the test totals, and the
 GPU, driver and versions that its doctor printed) and a page of that run alone. The
 records kept in data/runs/results/ (one per GPU run) make the course's page:
 
-    python scripts/gpu_results.py --from-records data/runs/results/*.json --out docs/gpu-results.md
+    python scripts/gpu/gpu_results.py --from-records data/runs/results/*.json --out docs/gpu-results.md
     (with the class grader's runs on GPUs kept in data/runs/class/)
-    python scripts/gpu_results.py --check        (fails if docs/gpu-results.md is not
+    python scripts/gpu/gpu_results.py --check        (fails if docs/gpu-results.md is not
                                                   what the kept records give)
 
 Nothing in a page is typed in: every figure comes from a record, and every record from
@@ -27,7 +27,7 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 RECORDS = ROOT / "data" / "runs" / "results"
 #: runs of the class grader on GPUs (benchmarks/class_grading.py --stage finish --record)
 CLASS_RUNS = ROOT / "data" / "runs" / "class"
@@ -47,7 +47,7 @@ class RecordError(ValueError):
 # --- a run's files -> its record -----------------------------------------------------
 def parse_doctor(text: str) -> dict:
     """The GPU, how many are visible, the CUDA driver and the versions, from what
-    scripts/gpu-check.sh saved as doctor.txt (nvidia-smi's CSV, then `streamlab doctor`)."""
+    scripts/gpu/gpu-check.sh saved as doctor.txt (nvidia-smi's CSV, then `streamlab doctor`)."""
     lines = text.splitlines()
     smi = re.compile(r"^(.+), ([0-9.]+), [0-9]+ MiB$")
     gpus = [m.group(1) for m in map(smi.match, lines) if m]
@@ -62,7 +62,7 @@ def parse_doctor(text: str) -> dict:
     if not device or "simulator" in device.lower() or not gpus:
         raise RecordError(
             "the doctor output names no GPU (it ran on the simulator, or is not "
-            "scripts/gpu-check.sh's doctor.txt): a record is made on a GPU machine, by "
+            "scripts/gpu/gpu-check.sh's doctor.txt): a record is made on a GPU machine, by "
             "gpu-check.sh, from that run's own files")
     if "python" in found:  # "3.12.3 (Linux-...)": the version alone
         found["python"] = found["python"].split()[0]
@@ -134,11 +134,11 @@ def make_record(doctor, tests, bench, junit, notebooks=None, model=None) -> dict
 
 
 def load_record(path) -> dict:
-    record = _json(path, "a record written by scripts/gpu_results.py --record")
+    record = _json(path, "a record written by scripts/gpu/gpu_results.py --record")
     missing = [k for k in RECORD_KEYS if not isinstance(record, dict) or k not in record]
     if missing:
         raise RecordError(f"{path}: not a run's record (no {', '.join(missing)}): records "
-                          "are written by scripts/gpu_results.py --record on the GPU machine")
+                          "are written by scripts/gpu/gpu_results.py --record on the GPU machine")
     return record
 
 
@@ -213,7 +213,7 @@ def model_table(records) -> list[str]:
         return ["Not in these runs."]
     lines = ["Each experiment is a notebook's code, measured (the median of its repeats) and "
              "predicted by `streamlab.predict()` with the profile of that GPU (measured by "
-             "`scripts/measure_profile.py`). Makespans of the stream rows, predicted / "
+             "`scripts/gpu/measure_profile.py`). Makespans of the stream rows, predicted / "
              "measured (error):", "",
              "| experiment | " + " | ".join(
                  f"{label(r)} (profile `{r['model']['profile']}`)" for r in with_model) + " |",
@@ -242,7 +242,7 @@ MODEL_UNKNOWNS = {
         "same copy moves from run to run",
     "04: Harris, version 1 (4 streams)":
         "most likely the host's pace in each run (a hypothesis, not measured): the model "
-        "takes each call's host cost from the GPU's profile (scripts/measure_profile.py), "
+        "takes each call's host cost from the GPU's profile (scripts/gpu/measure_profile.py), "
         "not from the run it predicts",
 }
 
@@ -276,13 +276,13 @@ def model_limits(with_model) -> list[str]:
 
 def notebook_sections(records) -> list[str]:
     """Each lesson's headline figures and each lab solution's check results, one column
-    per run that executed it (scripts/gpu_compare.py's table)."""
+    per run that executed it (scripts/gpu/gpu_compare.py's table)."""
     from gpu_compare import notebook_table
 
     paths = sorted({p for r in records for p in (r["notebooks"] or {})})
     lines = []
     for title, intro, group in (
-            ("The notebooks", "Executed top to bottom by `scripts/run_notebooks.py`; the "
+            ("The notebooks", "Executed top to bottom by `scripts/gpu/run_notebooks.py`; the "
              "committed notebooks hold the outputs of one of these runs. Each notebook's "
              "last cell prints its headline figures (figures of runs in a row are given "
              "in their order, a · b · c):",
@@ -392,12 +392,12 @@ def targets_missed(records) -> list[str]:
 def page(records, class_runs=()) -> str:
     if not records:
         raise RecordError("no records: pass at least one (--from-records), written on a GPU "
-                          "by scripts/gpu-check.sh")
+                          "by scripts/gpu/gpu-check.sh")
     records = sorted(records, key=lambda r: (r["date"], r["gpu"]))
     lines = [
         "# Measured on a GPU",
         "",
-        "Written by `scripts/gpu_results.py` from the records that `scripts/gpu-check.sh`",
+        "Written by `scripts/gpu/gpu_results.py` from the records that `scripts/gpu/gpu-check.sh`",
         "wrote on each GPU (kept in `data/runs/results/`): every figure comes from that",
         "run's own measurements, one column a run. Exact values vary from run to run and",
         "from GPU to GPU; the lessons' claims hold them to what the device reports or what",
@@ -415,7 +415,7 @@ def page(records, class_runs=()) -> str:
     lines += figures_table(records, "figures")
     lines += ["", "### Cost of measuring (benchmarks/span_overhead.py)", ""]
     lines += figures_table(records, "bench")
-    lines += ["", "### The model GPU against the GPU (scripts/model_vs_gpu.py)", ""]
+    lines += ["", "### The model GPU against the GPU (scripts/gpu/model_vs_gpu.py)", ""]
     lines += model_table(records)
     lines += notebook_sections(records)
     lines += class_section(list(class_runs))
@@ -435,8 +435,8 @@ def main(argv=None) -> int:
     ap.add_argument("--bench", help="JSON written by benchmarks/span_overhead.py")
     ap.add_argument("--junit", nargs="+", default=[],
                     help="junit XML of the tests (one per part of a run in parts)")
-    ap.add_argument("--notebooks", help="JSON written by scripts/run_notebooks.py")
-    ap.add_argument("--model", help="JSON written by scripts/model_vs_gpu.py")
+    ap.add_argument("--notebooks", help="JSON written by scripts/gpu/run_notebooks.py")
+    ap.add_argument("--model", help="JSON written by scripts/gpu/model_vs_gpu.py")
     ap.add_argument("--record", help="write the run's record here")
     ap.add_argument("--from-records", nargs="+", metavar="RECORD",
                     help="make the page from these records instead of a run's files")
@@ -450,7 +450,7 @@ def main(argv=None) -> int:
             if not PAGE.exists() or PAGE.read_text() != want:
                 shown = PAGE.relative_to(ROOT) if PAGE.is_relative_to(ROOT) else PAGE
                 print(f"{shown} is not what data/runs/results/ and data/runs/class/ "
-                      f"give: run python scripts/gpu_results.py --from-records "
+                      f"give: run python scripts/gpu/gpu_results.py --from-records "
                       f"data/runs/results/*.json --out {shown}", file=sys.stderr)
                 return 1
             return 0

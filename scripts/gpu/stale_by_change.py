@@ -1,6 +1,6 @@
 """How many GPU-run notebooks a change makes stale: by module (the old rule) and by what ran.
 
-    python scripts/stale_by_change.py --base REV PATCH [PATCH ...] [--out docs/stale-by-change.md]
+    python scripts/gpu/stale_by_change.py --base REV PATCH [PATCH ...] [--out docs/stale-by-change.md]
 
 Each patch is applied in turn to the code of git revision ``REV`` (each on top of the ones
 before it, as they were written), and what it changed is compared, by the rule of each
@@ -26,8 +26,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "scripts" / "gpu"))
 
 from owed import executed, provenance, rel  # noqa: E402
 
@@ -72,7 +72,7 @@ def changes(base: str, patches: list[Path]) -> list[dict]:
             if done.returncode != 0:
                 raise SystemExit(f"{patch}: does not apply to {base} and the patches before "
                                  f"it: {done.stderr.strip()}")
-            made = tree / "scripts" / "make_lessons.py"  # a lesson's learner copy follows
+            made = tree / "scripts" / "course" / "make_lessons.py"  # a lesson's learner copy follows
             subprocess.run([sys.executable, str(made)], cwd=tree, capture_output=True)
             after = (_scopes(package), _data(package), _notebook_code(tree))
             files = sorted(f for f in before[0].keys() | after[0].keys()
@@ -116,7 +116,7 @@ def stale(change: dict) -> tuple[list[str], list[str]]:
 
 def page(base: str, rows: list[tuple[dict, list, list]]) -> str:
     lines = ["# How many notebooks a change makes stale", "",
-             f"Written by `scripts/stale_by_change.py` from the patches applied in turn to "
+             f"Written by `scripts/gpu/stale_by_change.py` from the patches applied in turn to "
              f"commit `{base}`, and what each GPU-run notebook ran, as its stamp records "
              f"({len(executed())} notebooks). By module: the rule of the stamps before issue "
              "53 (a change to any streamlab file the notebook imported). By what ran: a "

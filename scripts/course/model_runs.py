@@ -1,9 +1,9 @@
 """Run each lesson's learner copy on Numba's simulator and keep the model GPU's answers.
 
-    python scripts/model_runs.py                 # every lesson with a question
-    python scripts/model_runs.py 01 notebooks/04__copies_to_host__overlap.ipynb
-    python scripts/model_runs.py --check         # fails if a kept run is older than the code
-    python scripts/model_runs.py --stale         # runs only those
+    python scripts/course/model_runs.py                 # every lesson with a question
+    python scripts/course/model_runs.py 01 notebooks/04__copies_to_host__overlap.ipynb
+    python scripts/course/model_runs.py --check         # fails if a kept run is older than the code
+    python scripts/course/model_runs.py --stale         # runs only those
 
 In the learner's copy a question's measured answer is hidden until the learner guesses
 (:func:`streamlab.workspace.reveal`); then the course's GPU run is shown, and beside it
@@ -34,7 +34,7 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 from run_notebooks import _module, provenance, stdout
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
 LABEL = "streamlab-model-label:"
 #: after the last cell: the model the simulator's timelines came from

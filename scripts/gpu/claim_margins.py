@@ -1,12 +1,12 @@
 """Every claim of every lesson, across every kept GPU run: its values, its threshold, and
 its margin in units of its own spread across runs.
 
-    python scripts/claim_margins.py [--out docs/claim-margins.md] [--under 3]
+    python scripts/gpu/claim_margins.py [--out docs/claim-margins.md] [--under 3]
 
 A run is kept in two places, and both are read:
 - the committed notebooks' history (git): each commit of a lesson holds one GPU run's
   claims cell, whose output keeps the figures it measured and the device;
-- the run records in ``data/runs/*.json`` that ``scripts/run_notebooks.py`` writes, which
+- the run records in ``data/runs/*.json`` that ``scripts/gpu/run_notebooks.py`` writes, which
   keep each run's claims (``claims``), a failed run's too (a run that failed, and so was
   never committed, is counted).
 The same run found in both is counted once (by its figures).
@@ -39,8 +39,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "scripts" / "gpu"))
 import nbformat  # noqa: E402
 from run_notebooks import _cc, kept_claims  # noqa: E402  (claimcheck, by its file)
 
@@ -253,7 +253,7 @@ def page(rows: list[dict], under: float) -> str:
     weak = [r for r in low if not stated(r)]
     said = [r for r in low if stated(r)]
     out = ["# Every claim's margin across the kept GPU runs", "",
-           "Written by `scripts/claim_margins.py` from the committed notebooks' history and "
+           "Written by `scripts/gpu/claim_margins.py` from the committed notebooks' history and "
            "the run records in `data/runs/`: each lesson's claims as written today, applied "
            "to every kept GPU run that measured what they read. The margin is the slack's "
            "mean over its standard deviation across one GPU's runs (see the script). "

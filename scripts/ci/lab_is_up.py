@@ -1,7 +1,7 @@
 """Wait until the JupyterLab that `python3 scripts/start.py` started answers; say what it
 serves. For .ci/run (standard library only: it runs before the course is installed).
 
-    python3 scripts/lab_is_up.py [--wait SECONDS] [--pid PID]
+    python3 scripts/ci/lab_is_up.py [--wait SECONDS] [--pid PID]
 
 Finds the server through `jupyter server list --json` in the course's .venv, asks its
 /api/status and /api/contents, and exits 0 once it answers, printing its folder; 1 if the

@@ -11,8 +11,8 @@ imports and compiles are not counted) under ``sys.setprofile`` and counts
 * and, to read beside them, the package files entered and the calls from one file into
   another (moves; a move into a file entered before is a move *back*).
 
-    python scripts/trace_files.py            # one span becoming a bar, and one verdict
-    python scripts/trace_files.py --all      # and every kept right answer's verdict
+    python scripts/ci/trace_files.py            # one span becoming a bar, and one verdict
+    python scripts/ci/trace_files.py --all      # and every kept right answer's verdict
 
 The paths: one span around a launch on the simulator, drawn as a bar; lesson 00's first
 exercise's verdict; and with ``--all`` the verdict on every kept right answer of every
@@ -34,7 +34,7 @@ if __name__ == "__main__":
     # as the course's tests set) adds the race check itself (streamlab.order) to each call
     os.environ["STREAMLAB_RACE_CHECK"] = "0"
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # kept answers
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))  # kept answers
 
 import streamlab  # noqa: E402
 from numba import cuda  # noqa: E402

@@ -1,7 +1,7 @@
 """The helper package's shape, measured from its source (issue 55).
 
-    python scripts/package_shape.py          # a table
-    python scripts/package_shape.py --list   # and what each count is made of
+    python scripts/ci/package_shape.py          # a table
+    python scripts/ci/package_shape.py --list   # and what each count is made of
 
 It prints, for ``src/streamlab``:
 
@@ -31,7 +31,7 @@ import sys
 import tokenize
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parent.parent / "src" / "streamlab"
+PACKAGE = Path(__file__).resolve().parents[2] / "src" / "streamlab"
 
 MUTABLE_CALLS = {"list", "dict", "set", "local", "count", "WeakKeyDictionary",
                  "WeakValueDictionary", "WeakSet", "defaultdict", "deque", "OrderedDict",

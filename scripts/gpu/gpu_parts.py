@@ -1,9 +1,9 @@
 """How many tests and notebooks each part of a whole GPU pass ran, and how long it took.
 
-    python scripts/gpu_parts.py --doctor OUT/doctor.txt --part t1=T1/junit.xml \\
+    python scripts/gpu/gpu_parts.py --doctor OUT/doctor.txt --part t1=T1/junit.xml \\
         --part t2=T2/junit.xml --part t3=T3/junit.xml --part notebooks=NB/notebooks.json --out docs/gpu-check-parts.md
 
-``scripts/gpu-check.sh`` runs a whole pass in parts, each within one GPU call's 10 minutes
+``scripts/gpu/gpu-check.sh`` runs a whole pass in parts, each within one GPU call's 10 minutes
 (the notebooks in parts, the tests as t1, t2 and t3). Its header points here for the parts'
 sizes and times rather than stating them: this page is written from a pass's own files
 (each tests part's junit XML, the notebooks' JSON that run_notebooks.py wrote), never by
@@ -48,8 +48,8 @@ def notebooks_rows(name: str, path: Path) -> list[list[str]]:
 
 def page(gpu: str, rows: list[list[str]]) -> str:
     lines = ["# The parts of a whole GPU pass", "",
-             f"Written by `scripts/gpu_parts.py` from the files of a whole pass of "
-             f"`scripts/gpu-check.sh` on {gpu}: what each part ran and how long it took "
+             f"Written by `scripts/gpu/gpu_parts.py` from the files of a whole pass of "
+             f"`scripts/gpu/gpu-check.sh` on {gpu}: what each part ran and how long it took "
              "(seconds of pytest's or the notebooks' own time; one GPU call may run 10 "
              "minutes).", "", "| part | ran | seconds | when |", "| --- | --- | ---: | --- |"]
     lines += [f"| {' | '.join(r)} |" for r in rows]

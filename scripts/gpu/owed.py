@@ -1,11 +1,11 @@
 """The owed GPU runs: which committed notebooks' outputs are older than the code they ran.
 
-    python scripts/owed.py              # the ledger, the notebooks' banners and the README's
+    python scripts/gpu/owed.py              # the ledger, the notebooks' banners and the README's
                                         # marks, brought up to date with the code
-    python scripts/owed.py --check      # change nothing: say what is out of step (exit 1)
-    python scripts/owed.py next [--budget SECONDS] [--gpus N]
+    python scripts/gpu/owed.py --check      # change nothing: say what is out of step (exit 1)
+    python scripts/gpu/owed.py next [--budget SECONDS] [--gpus N]
                                         # the owed notebooks that one GPU call should run,
-                                        # one path a line (scripts/gpu-check.sh PART=owed)
+                                        # one path a line (scripts/gpu/gpu-check.sh PART=owed)
 
 A change to the code lands without a GPU run: each notebook it makes stale (by what the
 notebook's GPU run ran, ``streamlab.provenance``: a function, a module body, a data file
@@ -14,7 +14,7 @@ code changed and what changed, and says so to its reader. A banner cell (tagged
 ``owed-gpu-run``) under the notebook's title, and a mark beside its link in the README's
 tables, give the date of the GPU run its outputs come from. ``tests/test_owed.py`` fails
 when a stale notebook is not listed, or a listed one is no longer stale, or a banner or a
-mark is out of step. ``PART=owed bash scripts/gpu-check.sh`` runs what is owed, in parts
+mark is out of step. ``PART=owed bash scripts/gpu/gpu-check.sh`` runs what is owed, in parts
 that fit one call; run this script after it, and the ledger empties.
 """
 
@@ -28,7 +28,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "src" / "streamlab"
 LEDGER = ROOT / "docs" / "owed.json"
 README = ROOT / "README.md"
@@ -122,7 +122,7 @@ def load() -> list[dict]:
             <= set(e) for e in entries):
         raise SystemExit(f"{LEDGER.relative_to(ROOT)} is not a ledger of owed runs (a dict "
                          f"with 'owed': entries with notebook, outputs_from, after_commit "
-                         f"and changed): write it with python scripts/owed.py")
+                         f"and changed): write it with python scripts/gpu/owed.py")
     return entries
 
 
@@ -145,8 +145,8 @@ def ledger_now(stale: dict[str, list[str]]) -> list[dict]:
 ABOUT = ("The notebooks whose committed outputs come from a GPU run of older code: what "
          "changed after that run (a function or module body of streamlab the run ran, a data "
          "file it read, or the notebook's own code cells), the commit after which it "
-         "changed, and the date of the run. Written by scripts/owed.py; "
-         "PART=owed bash scripts/gpu-check.sh runs them again.")
+         "changed, and the date of the run. Written by scripts/gpu/owed.py; "
+         "PART=owed bash scripts/gpu/gpu-check.sh runs them again.")
 
 
 def write_ledger(entries: list[dict]) -> None:
@@ -274,25 +274,25 @@ def problems() -> list[str]:
     for name, moved in stale.items():
         if name not in listed:
             out.append(f"{name} is older than its code ({', '.join(moved[:4])}) and not in "
-                       f"the ledger: run it on a GPU, or list it with python scripts/owed.py")
+                       f"the ledger: run it on a GPU, or list it with python scripts/gpu/owed.py")
         elif listed[name]["changed"] != moved:
             out.append(f"{name}: the ledger says {listed[name]['changed'][:4]} changed, the "
-                       f"code says {moved[:4]}: python scripts/owed.py")
+                       f"code says {moved[:4]}: python scripts/gpu/owed.py")
     for name in listed:
         if name not in stale:
             out.append(f"{name} is in the ledger but its outputs are not older than its "
-                       f"code: take it off with python scripts/owed.py")
+                       f"code: take it off with python scripts/gpu/owed.py")
     for path in executed():
         entry = listed.get(rel(path)) if rel(path) in stale else None
         want = banner_text(entry) if entry else None
         have = banner_of(read(path))
         if have != want:
             out.append(f"{rel(path)}: its banner does not say what the ledger does "
-                       f"(python scripts/owed.py)")
+                       f"(python scripts/gpu/owed.py)")
     if readme_with_marks(README.read_text(), [e for e in entries if e["notebook"] in stale]) \
             != README.read_text():
         out.append("README.md: its marks of owed notebooks are out of step with the ledger "
-                   "(python scripts/owed.py)")
+                   "(python scripts/gpu/owed.py)")
     return out
 
 

@@ -2,12 +2,12 @@
 # CI's own run (.ci/run) on clean clones of this checkout's HEAD, N times in a row, each with
 # a busy loop on one core beside it, then once without it (CI's time limit is 8 minutes):
 # the landings that never flake of issue 53, logged as a page.
-#   bash scripts/ci_under_load.sh [N] [OUT.md]      (defaults: 5, docs/ci-under-load.md)
+#   bash scripts/ci/ci_under_load.sh [N] [OUT.md]      (defaults: 5, docs/ci-under-load.md)
 # Each run's whole log is kept in /tmp/ci-under-load/run-K.log; the page gives each run's
 # exit status, time and pytest's summary line; a page that exists keeps its earlier calls'
 # sections, and this call adds its own. Exits 1 if any run failed.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 n=${1:-5}
 out=${2:-docs/ci-under-load.md}
 work=/tmp/ci-under-load
@@ -39,7 +39,7 @@ section=$(
   if [ -s "$out" ]; then echo; echo "## Commit \`$commit\`"; else
     echo "# CI under load"
     echo
-    echo "Written by \`scripts/ci_under_load.sh\`, one section a call, the latest last. CI's"
+    echo "Written by \`scripts/ci/ci_under_load.sh\`, one section a call, the latest last. CI's"
     echo "limit is 8 minutes."
     echo
     echo "## Commit \`$commit\`"

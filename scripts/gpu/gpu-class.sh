@@ -2,21 +2,21 @@
 # The class grader on a GPU machine without nbgrader (the course's): the judge stage of
 # benchmarks/class_grading.py, with its wheels. In three steps:
 #   here:  python benchmarks/class_grading.py --stage prepare --dir .class-bench --n 200
-#          bash scripts/gpu-class.sh --fetch .whl-class      (the Dask wheels, once)
-#   there: bash scripts/gpu-class.sh .class-bench --gpus 1 2 --within 250
+#          bash scripts/gpu/gpu-class.sh --fetch .whl-class      (the Dask wheels, once)
+#   there: bash scripts/gpu/gpu-class.sh .class-bench --gpus 1 2 --within 250
 #          (carry .whl, .whl-class and .class-bench; the rest of the arguments go to the
 #          judge stage; $OUT gets judged.json and judge.log)
 #   here:  python benchmarks/class_grading.py --stage finish --dir .class-bench \
 #            --out docs/class-grading-gpu.md --record data/runs/class/DATE-GPU.json
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 if [ "${1:-}" = --fetch ]; then
   dest=${2:?usage: gpu-class.sh --fetch DEST}
   python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
     --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
     --platform manylinux2014_x86_64 --platform manylinux_2_12_x86_64 \
     --platform manylinux_2_5_x86_64 --platform manylinux1_x86_64 --platform any \
-    -d "$dest" -r scripts/class-wheels.txt
+    -d "$dest" -r scripts/course/class-wheels.txt
   exit
 fi
 dir=${1:?usage: gpu-class.sh DIR [judge-stage arguments] (or --fetch DEST)}

@@ -9,7 +9,7 @@ got: every cell run, or the first cell that failed and the error. It also runs a
 plain program with no streamlab (8 kernels on 8 streams, events, a cuda.core stream) to
 tell what numba-cuda-mlir itself does from what streamlab's hooks need.
 
-    PYTHONPATH=DIR_WITH_numba_cuda_mlir python scripts/try_numba_cuda_mlir.py \\
+    PYTHONPATH=DIR_WITH_numba_cuda_mlir python scripts/probes/try_numba_cuda_mlir.py \\
         --json out.json notebooks/00__*.ipynb ...
 
 It never changes the notebooks (it executes copies) and needs a GPU (numba-cuda-mlir has
@@ -181,7 +181,7 @@ def run_notebook(path: Path, env: dict, timeout: int) -> dict:
 
 PAGE_HEAD = """# numba-cuda-mlir in place of numba-cuda: what runs, what breaks
 
-Written by `scripts/try_numba_cuda_mlir.py --page` from a run of it on a GPU, kept in
+Written by `scripts/probes/try_numba_cuda_mlir.py --page` from a run of it on a GPU, kept in
 `{source}`. numba-cuda is in maintenance mode upstream (NVIDIA/numba-cuda#902); its
 successor numba-cuda-mlir compiles kernels through MLIR and has no simulator. The run made
 `numba.cuda` *be* numba-cuda-mlir's (`numba_cuda_mlir.cuda`, and each `numba.cuda.X`

@@ -23,9 +23,9 @@ seen to cause it; the mend prevents both):
     which CUDA forbids (a collection on a thread named ``Dummy-...``, just before the
     hang).
 
-On a GPU machine, with the course's wheels installed as scripts/gpu-check.sh does::
+On a GPU machine, with the course's wheels installed as scripts/gpu/gpu-check.sh does::
 
-    STREAMLAB_DEVICE=gpu python3 scripts/gc_during_tests.py --out /tmp/gc.txt -- \\
+    STREAMLAB_DEVICE=gpu python3 scripts/probes/gc_during_tests.py --out /tmp/gc.txt -- \\
         -m "gpu or not gpu" -p no:cacheprovider -o addopts="" -n 0 \\
         tests/test_exercises.py tests/test_lab_answers.py tests/test_lab_answers_later.py
 

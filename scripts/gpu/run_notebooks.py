@@ -1,8 +1,8 @@
 """Execute the course notebooks and the lab solutions in place; collect what they report.
 
-    python scripts/run_notebooks.py [--json PATH] [--repeat N] [NOTEBOOK ...]
+    python scripts/gpu/run_notebooks.py [--json PATH] [--repeat N] [NOTEBOOK ...]
     (default: notebooks/*.ipynb, then solutions/*/*.ipynb)
-    python scripts/run_notebooks.py --combine A.json B.json ... --json PATH
+    python scripts/gpu/run_notebooks.py --combine A.json B.json ... --json PATH
     (runs nothing: each notebook's runs in A, then in B, ..., as one result)
 
 Each notebook runs top to bottom in a fresh kernel (nbclient), in its own folder, and
@@ -10,13 +10,13 @@ is saved with its outputs. Every output goes before the run: a notebook that fai
 saved with the cells after the failing one empty (never an earlier run's outputs beside
 this run's), unstamped, and its result names the cell (``failed_cell``). Each result keeps
 the claims cell's figures and conditions (``claims``), a failed run's too (what
-scripts/claim_margins.py reads). A lesson's last code cell, tagged ``headline``, prints
+scripts/gpu/claim_margins.py reads). A lesson's last code cell, tagged ``headline``, prints
 ``name: value`` lines: the figures that docs/gpu-results.md reports for it. Its cell
 tagged ``claims`` is re-checked from the saved output, and a claim that does not hold
 fails the run, named. ``--repeat N`` runs each notebook N times in a row, each in a fresh
 kernel: every run must pass, the last one is saved, and the results keep each run's
 figures (``runs``), so that a page can show that a result repeats. A lab solution reports what each of its graded check cells
-printed (its timings and its "passed"). Run on a GPU by scripts/gpu-check.sh; committed outputs come from that run.
+printed (its timings and its "passed"). Run on a GPU by scripts/gpu/gpu-check.sh; committed outputs come from that run.
 """
 
 import argparse
@@ -33,7 +33,7 @@ import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _module(name: str):
@@ -102,7 +102,7 @@ def device_of(nb) -> str:
 
 
 #: the folder whose sitecustomize starts the recorder in every Python process of a run
-RAN_SITE = ROOT / "scripts" / "ran_site"
+RAN_SITE = ROOT / "scripts" / "gpu" / "ran_site"
 
 
 @contextlib.contextmanager
@@ -143,7 +143,7 @@ def what_ran(folder: str, printed: str) -> dict:
     if imported_from and not Path(imported_from).resolve().is_relative_to(provenance.PACKAGE):
         raise RunError(f"the kernel imported streamlab from {imported_from}, not from "
                        f"{provenance.PACKAGE}: run the notebooks with this checkout's src/ "
-                       f"on the path (scripts/gpu-check.sh does)")
+                       f"on the path (scripts/gpu/gpu-check.sh does)")
     records = [json.loads(p.read_text()) for p in sorted(Path(folder).glob("ran-*.json"))]
     return provenance.ran_of(records)
 
@@ -184,7 +184,7 @@ def run(path: Path, timeout: int) -> dict:
     seconds = round(time.perf_counter() - t0, 1)
     if error is None:  # what the outputs ran: a test fails once that code moves on
         provenance.stamp_ran(nb, device_of(nb), ran)
-        nb.metadata[provenance.KEY]["seconds"] = seconds  # (scripts/owed.py plans by it)
+        nb.metadata[provenance.KEY]["seconds"] = seconds  # (scripts/gpu/owed.py plans by it)
     else:
         nb.metadata.pop(provenance.KEY, None)
     nbformat.write(nb, path)
@@ -219,7 +219,7 @@ def which_failed(nb) -> dict | None:
 def kept_claims(nb) -> dict | None:
     """What a run's claims cell kept: its figures, where they were measured (``on_gpu``),
     and its conditions (``claims``, ``gpu_claims``), so that every run record keeps each
-    claim's values (scripts/claim_margins.py reads them); None for a notebook without a
+    claim's values (scripts/gpu/claim_margins.py reads them); None for a notebook without a
     claims cell, or one whose claims cell never ran. Kept for a failed run too: a claim
     that failed says by how much."""
     cells = [c for c in nb.cells if c.cell_type == "code"

@@ -2,8 +2,8 @@
 first. streamlab changes numba (it fills the simulator's gaps and watches numba's calls);
 this shows that numba's own tests cannot tell, on the simulator and on a GPU.
 
-    python scripts/numba_own_tests.py            # the simulator (NUMBA_ENABLE_CUDASIM=1)
-    python scripts/numba_own_tests.py --gpu      # the GPU
+    python scripts/gpu/numba_own_tests.py            # the simulator (NUMBA_ENABLE_CUDASIM=1)
+    python scripts/gpu/numba_own_tests.py --gpu      # the GPU
 
 It prints each way's totals and every test whose outcome differs, and exits 1 if any
 does. A test module this machine cannot import (a library it lacks) is listed with the

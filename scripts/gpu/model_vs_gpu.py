@@ -1,12 +1,12 @@
 """The model GPU's predictions against measurements on this GPU, for the course's experiments.
 
-    python scripts/model_vs_gpu.py [--json PATH]
+    python scripts/gpu/model_vs_gpu.py [--json PATH]
 
 Each experiment is code from a notebook. It runs twice: once measured (a plain
 Timeline), once inside ``streamlab.predict()``, which records the operations and replays
-them on the model GPU (the profile of this GPU, measured by scripts/measure_profile.py).
+them on the model GPU (the profile of this GPU, measured by scripts/gpu/measure_profile.py).
 Prints predicted and measured makespans and the error of each; ``--json`` keeps them for
-``scripts/gpu_results.py``, which puts the table in docs/gpu-results.md.
+``scripts/gpu/gpu_results.py``, which puts the table in docs/gpu-results.md.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import threading
 import warnings
 
 os.environ.setdefault("STREAMLAB_QUIET", "1")
-sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "src")))
+sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "src")))
 warnings.simplefilter("ignore")  # numba's low-occupancy warning: one-block grids on purpose
 
 import numpy as np  # noqa: E402
@@ -269,7 +269,7 @@ def table(result: dict) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--json", help="write the results here (for scripts/gpu_results.py)")
+    ap.add_argument("--json", help="write the results here (for scripts/gpu/gpu_results.py)")
     args = ap.parse_args(argv)
     if streamlab.on_simulator():
         print("model_vs_gpu.py compares the model with a real GPU; this machine has none.")

@@ -1,4 +1,4 @@
-"""Start recording what this Python process runs of streamlab (scripts/run_notebooks.py).
+"""Start recording what this Python process runs of streamlab (scripts/gpu/run_notebooks.py).
 
 ``run_notebooks.py`` puts this folder first on ``PYTHONPATH`` and names a folder in
 ``STREAMLAB_RAN_DIR`` while it executes a notebook on a GPU: the notebook's kernel, and every
@@ -21,7 +21,7 @@ def _start():
     import importlib.util
 
     here = os.path.dirname(os.path.abspath(__file__))
-    path = os.path.join(here, "..", "..", "src", "streamlab", "provenance.py")
+    path = os.path.join(here, "..", "..", "..", "src", "streamlab", "provenance.py")
     spec = importlib.util.spec_from_file_location("_streamlab_ran_provenance", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
