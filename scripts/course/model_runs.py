@@ -32,7 +32,8 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
-from run_notebooks import _module, provenance, stdout
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gpu"))  # run_notebooks
+from run_notebooks import _module, provenance, stdout  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"

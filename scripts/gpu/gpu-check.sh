@@ -55,7 +55,8 @@ KEPT_ANSWERS="tests/test_exercises.py tests/test_lab_answers.py tests/test_lab_a
 # PART=t2 runs these (about 260 s of an H100's 440 s for every test after t1); t3 the rest
 GRADER_TESTS="tests/test_grading_sandbox.py tests/test_labs.py tests/test_transcript.py
   tests/test_graphs.py tests/test_runner.py tests/test_classroom.py tests/test_lab_grading.py
-  tests/test_lab_grading_later.py tests/test_exercise_holes.py tests/test_hostfn.py"
+  tests/test_lab_grading_later.py tests/test_exercise_holes.py tests/test_hostfn.py
+  tests/test_judged_timings.py"
 PART=${PART:-all}
 case "$PART" in
   owed) ;;
