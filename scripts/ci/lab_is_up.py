@@ -15,7 +15,8 @@ import subprocess
 import sys
 import time
 import urllib.request
-from start import venv_python  # the course's .venv, as the README's commands make it
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # start.py
+from start import venv_python  # noqa: E402  (the course's .venv, as the README's commands make it)
 
 JUPYTER = venv_python().with_name("jupyter")
 

@@ -11,7 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from start import ROOT, VENV, venv_python  # the .venv the README's first command makes
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # start.py
+from start import ROOT, VENV, venv_python  # noqa: E402  (the .venv the README's first command makes)
 
 TEST_TOOLS = ("pytest", "nbval", "nbgrader", "playwright", "xdist")
 
