@@ -477,3 +477,43 @@ def test_labs_05_and_08_in_other_words_score_in_the_grader(tmp_path, name):
     got = run_part(plan(submission(lab, answers)), part, cwd=str(tmp_path), timeout=120,
                    sandbox="off")
     assert got.passed, got
+
+
+#: the thread's "streamlab's own work" flag set by hand (not through ops.internal(), which
+#: refuses code outside streamlab), around the learner's own waits
+_HIDES_ITS_WAITS = '''
+import streamlab.ops as _o
+class internal:
+    def __enter__(self): _o._tls.internal = getattr(_o._tls, 'internal', 0) + 1
+    def __exit__(self, *a): _o._tls.internal -= 1
+'''
+
+
+@pytest.mark.parametrize("lab, part, name, code", [
+    ("lab04__pipeline", "check_part1", "copy_compute_copy", '''
+def copy_compute_copy(h_in, h_out, d_in, d_out, stream):
+    d_in.copy_to_device(h_in, stream=stream)
+    transform[BLOCKS, THREADS, stream](d_out, d_in)
+    d_out.copy_to_host(h_out, stream=stream)
+    with internal():
+        stream.synchronize()
+'''),
+    ("lab08__hardware", "check_part2", "issue_breadth_first", '''
+def issue_breadth_first(streams, xs, step_ns):
+    for s, x in zip(streams, xs):
+        step_a[1, 1, s](x, step_ns)
+        with internal():
+            s.synchronize()
+    for s, x in zip(streams, xs):
+        step_b[1, 1, s](x, step_ns)
+''')])
+def test_the_learners_own_work_cannot_be_marked_as_streamlabs(tmp_path, lab, part, name, code):
+    """Issue 56: a record marks what streamlab issued itself (``op.internal``), and the
+    checks leave that out. A learner's code that sets the thread's flag by hand once hid
+    its own waits from every judge (lab 04's part 1 and lab 08's part 2 passed, on the
+    simulator, with a synchronize inside). An operation is streamlab's only when issued
+    by streamlab's code inside its own internal() block, with no learner's frame between."""
+    got = run_part(plan(submission(lab, {**cells_of(lab, "solution"),
+                                         name: _HIDES_ITS_WAITS + code})),
+                   part, cwd=str(tmp_path), timeout=120, sandbox="off")
+    assert not got.passed and "you synchronized the host" in got.message, got

@@ -329,27 +329,35 @@ class _Internal:
     """What :func:`internal` returns: a context manager (a class, not a generator: it
     sits inside every span, whose host cost should be small)."""
 
-    __slots__ = ("depth",)
+    __slots__ = ("depth", "around")
 
     def __enter__(self):
-        caller = sys._getframe(1).f_code.co_filename
-        if not caller.startswith(_PACKAGE):  # (either form)
+        frame = sys._getframe(1)
+        if not frame.f_code.co_filename.startswith(_PACKAGE):  # (either form)
             raise RuntimeError(
                 "streamlab.ops.internal() marks the operations streamlab itself issues (a "
                 "timeline's events, a check's own work), so that checks leave them out: "
                 "code outside streamlab cannot use it. Take it out; your operations are "
                 "your code's own")
         self.depth = getattr(_tls, "internal", 0)
+        _tls.__dict__.setdefault("entered", []).append((frame, self.around))
         _tls.internal = self.depth + 1
 
     def __exit__(self, *exc):
         _tls.internal = self.depth
+        _tls.entered.pop()
         return False
 
 
-def internal():
-    """Mark the operations issued inside as streamlab's own (``op.internal``)."""
-    return _Internal()
+def internal(*, around_learner_code: bool = False):
+    """Mark the operations issued inside as streamlab's own (``op.internal``): those that
+    streamlab's code issues in the block, with no learner's frame between (a learner's
+    function called from inside stays the learner's, and so does code that sets the
+    thread's flag by hand: issue 56). ``around_learner_code``: the learner's code called
+    inside is marked too (a graph capture, whose calls run later, in the replay)."""
+    block = _Internal()
+    block.around = around_learner_code
+    return block
 
 
 @contextlib.contextmanager
@@ -476,11 +484,21 @@ def emit(kind: str, name: str, stream=None, *, event=None, pinned=None, blocking
     graph = state.get("graph")
     if graph is not None:  # a node of a graph being replayed
         detail = dict(detail or {}, graph_node=graph)
+    mine = state.get("internal", 0) > 0
+    if mine:  # streamlab's own only if its code issued it inside its internal() block,
+        # with no learner's frame between (not a flag the learner's code set: issue 56)
+        block, around = (state.get("entered") or ((None, False),))[-1]
+        skip, frame, mine = _not_the_learners(), sys._getframe(1), False
+        while frame is not None and not mine:
+            mine = frame is block
+            if not mine and not around and not frame.f_code.co_filename.startswith(skip):
+                break
+            frame = frame.f_back
     op = object.__new__(Op)
     fields = op.__dict__
     fields.update(index=0, kind=kind, name=name, stream=ref, event=event, pinned=pinned,
                   thread=threading.current_thread().name, blocking=blocking,
-                  internal=state.get("internal", 0) > 0,
+                  internal=mine,
                   reads=_regions(reads), writes=_regions(writes), atomics=_regions(atomics),
                   host_reads=_regions(host_reads), where=_caller() if full else "",
                   detail=detail or {}, uid=next(_uids))

@@ -123,6 +123,13 @@ def launch_with_dummies(inputs, outputs, streams, dummy):
         dummy_kernel[1, 1, cuda.default_stream()](dummy)
 ''', "check_part2", "legacy default stream"),
 
+    "stream.auto_synchronize() around each launch": ("launch_on_streams", '''
+def launch_on_streams(inputs, outputs, streams):
+    for inp, out, s in zip(inputs, outputs, streams):
+        with s.auto_synchronize():
+            work[1, 64, s](out, inp, REPS)
+''', "check_part1", "you synchronized the host"),
+
     "waits in a thread that returns at once": ("wait_for", '''
 import threading
 
@@ -139,6 +146,12 @@ def wait_for(stream):
 
 # Right answers in other words: each must pass its part (and every other part).
 RIGHT = {
+    "stream.auto_synchronize(), numba's own way to wait": ("wait_for", '''
+def wait_for(stream):
+    with stream.auto_synchronize():
+        pass
+''', "check_part3"),
+
     "an event recorded in the stream, then synchronized": ("wait_for", '''
 def wait_for(stream):
     done = cuda.event()

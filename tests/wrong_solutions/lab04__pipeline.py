@@ -1,6 +1,44 @@
 """Wrong solutions to lab 04 that its checks must reject (see lab01's file for the format)."""
 
 WRONG = {
+    "work through buffers of its own, results made on the host": ("pipeline", '''
+def pipeline(chunks, slots):
+    k = len(slots)
+    keep = []
+    for i, chunk in enumerate(chunks):
+        slot = slots[i % k]
+        h = cuda.pinned_array(chunk.size, np.float32)
+        h[:] = chunk
+        o = cuda.pinned_array(chunk.size, np.float32)
+        copy_compute_copy(h, o, slot.d_in, slot.d_out, slot.stream)
+        keep.append((h, o))
+    return [2 * c + 1 for c in chunks]
+''', "check_part2", "the slots' own pinned buffers"),
+
+    'the last chunks never collected after the loop': ('pipeline', '''
+def pipeline(chunks, slots):
+    """Transform every chunk through the slots in rotation; return the results in order."""
+    k = len(slots)
+    owner = [None] * k                 # which chunk each slot holds
+    results = [None] * len(chunks)
+
+    def collect(j):
+        slots[j].done.synchronize()
+        results[owner[j]] = slots[j].h_out.copy()
+        owner[j] = None
+
+    for i, chunk in enumerate(chunks):
+        j = i % k
+        slot = slots[j]
+        if owner[j] is not None:
+            collect(j)
+        np.copyto(slot.h_in, chunk)
+        copy_compute_copy(slot.h_in, slot.h_out, slot.d_in, slot.d_out, slot.stream)
+        slot.done.record(slot.stream)
+        owner[j] = i
+    return results
+''', 'check_part2', 'was never filled in'),
+
     "kernel before the copy in": ("copy_compute_copy", '''
 def copy_compute_copy(h_in, h_out, d_in, d_out, stream):
     transform[BLOCKS, THREADS, stream](d_out, d_in)

@@ -61,6 +61,43 @@ _LAUNCH = "        driver.cuLaunchHostFunc(stream.handle, ctypes.cast(post, ctyp
 
 
 WRONG = {
+    "host functions that append checksums made from the check's seed": ("post_process_in_order", '''
+def post_process_in_order(d_chunks, h_outs, stream, results):
+    import sys
+    f = sys._getframe(1)
+    while f is not None and "seed" not in f.f_locals.get("kwargs", {}):
+        f = f.f_back
+    seed = f.f_locals["kwargs"]["seed"]
+    rng = np.random.default_rng(seed)
+    sums = [float(rng.random(CHUNK, dtype=np.float32).sum(dtype=np.float64)) for _ in d_chunks]
+
+    @HOST_FN
+    def post(user_data):
+        i = user_data or 0
+        results.append((i, sums[i]))
+
+    keep_alive.append(post)
+    for i, d in enumerate(d_chunks):
+        d.copy_to_host(h_outs[i], stream=stream)
+        driver.cuLaunchHostFunc(stream.handle, ctypes.cast(post, ctypes.c_void_p).value, i)
+''', "check_part1", "host function never read h_outs[0]"),
+
+    'the last chunk left out of the loop': ('post_process_in_order', '''
+def post_process_in_order(d_chunks, h_outs, stream, results):
+    """Copy each chunk out and have the stream post-process it, in order; do not wait."""
+    @HOST_FN
+    def post(user_data):
+        i = user_data or 0
+        results.append((i, float(h_outs[i].sum(dtype=np.float64))))
+
+    keep_alive.append(post)
+    address = ctypes.cast(post, ctypes.c_void_p).value
+    for i, (d, h) in list(enumerate(zip(d_chunks, h_outs)))[:-1]:
+        d.copy_to_host(h, stream=stream)
+        (err,) = driver.cuLaunchHostFunc(stream.handle, address, i)
+        assert err == driver.CUresult.CUDA_SUCCESS, err
+''', 'check_part1', '5 copies back to the host for 6 chunks'),
+
     # issue 56: it passed on the simulator, which does not time the loop; an answer that
     # never awaits gives the other task no turn, on the simulator and on a GPU alike
     "busy-polls event.query() and never awaits": ("checksum_when_done", '''
@@ -136,7 +173,7 @@ def post_process_in_order(d_chunks, h_outs, stream, results):
         post = HOST_FN(lambda _: results.append((i, float(h_outs[i].sum(dtype=np.float64)))))
         keep_alive.append(post)
         driver.cuLaunchHostFunc(stream.handle, ctypes.cast(post, ctypes.c_void_p).value, 0)
-''', "check_part1", "values are wrong"),
+''', "check_part1", "host function read h_outs["),
 
     "host functions in a stream of their own": ("post_process_in_order", _change(
         RIGHT_PART1, ("    keep_alive.append(post)\n", "    keep_alive.append(post)\n    other = cuda.stream()\n"),

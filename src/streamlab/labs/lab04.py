@@ -181,6 +181,11 @@ def _results(results, count):
         check.fail(f"pipeline returned {type(results).__name__} of length "
                    f"{len(results) if hasattr(results, '__len__') else '?'}; expected a "
                    f"list of {count} arrays, in chunk order")
+    missing = [i for i, got in enumerate(results) if got is None]
+    if missing:
+        check.fail(f"result {missing[0]} of {count} was never filled in (None): were the "
+                   f"last chunks collected once the loop ended? Wait for each of the last "
+                   f"k slots and copy out its h_out")
     return {}, {}, {f"result {i}": np.array(got, copy=True) if isinstance(got, np.ndarray)
                     else got for i, got in enumerate(results)}
 
@@ -203,6 +208,15 @@ def _part2_rules(run, order, *, count, k, seed):
     if len(ops.copies("h2d")) != count:
         check.fail(f"{len(ops.copies('h2d'))} copies to the GPU for {count} chunks: one per "
                    f"chunk")
+    # the slots' own host buffers, k of each (issue 56: work issued through buffers of the
+    # code's own, never waited for, while the results were made on the host, passed)
+    used = [{(r.alloc, r.lo, r.hi) for op in ops.copies(d) for r in getattr(op, side) if r.host}
+            for d, side in (("h2d", "reads"), ("d2h", "writes"))]
+    if any(len(u) != min(k, count) for u in used):
+        check.fail(f"the copies went through {len(used[0])} host buffer(s) in and "
+                   f"{len(used[1])} out, for {min(k, count)} slots: copy each chunk in "
+                   f"from its slot's h_in and out to its slot's h_out, the slots' own "
+                   f"pinned buffers")
 
 
 def _part2_waits(run, order, *, count, k, seed):

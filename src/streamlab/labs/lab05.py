@@ -154,7 +154,11 @@ def _part1_rules(run, order, *, count, seed):
     mine = streamlab.StreamRef.of(run.stream("stream"))
     copies, posts = ops.copies("d2h"), ops.host_functions()
     _none_freed(posts, run.data["freed"])
-    if len(copies) != count or any(op.stream != mine for op in copies):
+    if len(copies) != count:
+        check.fail(f"{len(copies)} copies back to the host for {count} chunks: copy each "
+                   f"chunk into its h_outs[i], one copy_to_host per chunk (was one left "
+                   f"out of the loop?)")
+    if any(op.stream != mine for op in copies):
         check.fail(f"{sum(op.stream == mine for op in copies)} of the {count} copies "
                    f"went into the stream you were given: pass stream=stream to "
                    f"copy_to_host")
@@ -166,6 +170,23 @@ def _part1_rules(run, order, *, count, seed):
         if p.index < c.index:
             check.fail(f"chunk {i}'s host function was put into the stream before its "
                        f"copy: it would read the buffer before the data lands")
+    # each host function reads its own chunk (issue 56: results made on the host, from
+    # the check's seed read out of its frames, passed while the host functions did nothing)
+    for i, (c, p) in enumerate(zip(copies, posts)):
+        read = [r for op in ops if op.kind == "host" and op.name == "read"
+                and op.detail.get("in_host_function") == p.uid for r in op.reads]
+        if not any(r.covers(w) for w in c.writes if w.host for r in read):
+            other = [j for j, o in enumerate(copies) if any(
+                r.covers(w) for w in o.writes if w.host for r in read)]
+            if other:
+                check.fail(f"chunk {i}'s host function read h_outs[{other[0]}], not "
+                           f"h_outs[{i}]: a function made in the loop sees the loop "
+                           f"variable as it is when it runs, not when it was made. Pass "
+                           f"the chunk's number as the host function's user data")
+            check.fail(f"chunk {i}'s host function never read h_outs[{i}]: each host "
+                       f"function reads its own chunk's checksum when the stream reaches "
+                       f"it (float(h_outs[i].sum(dtype=np.float64)); the check cannot see "
+                       f"a read through np.array(h_outs[i])), and appends it to results")
 
 
 def _part1_values(run, order, *, count, seed):

@@ -213,7 +213,7 @@ def _captured(number: int, label: str, forked: bool) -> Check:
             # filled below); the simulator records nothing in a capture. The graph's shape
             # is what parts 1 and 2 judge
             try:
-                with ops.internal():
+                with ops.internal(around_learner_code=True):
                     capture(*((origin, streams, slots) if forked else (builder, slots)))
                     builder.end_building()
             except Exception as exc:  # noqa: BLE001  (a refused capture, explained)

@@ -23,6 +23,7 @@ the two a program meets was not established, so new objects are accepted here.)
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import time
 
@@ -135,6 +136,14 @@ class SimStream(sim_api.stream):
             capture.sim_refuse_sync("stream.synchronize()")
         flush(self)
         emit("sync", "stream", self)
+
+    @contextlib.contextmanager
+    def auto_synchronize(self):
+        """As numba's own on a GPU: the stream, then its synchronize() on the way out
+        (numba's simulator only yields, so a wait written this way went unseen)."""
+        yield self
+        self.synchronize()
+
 
 class SimEvent(sim_api.Event):
     """A simulator event, timed by the model GPU (:mod:`streamlab.model`).
