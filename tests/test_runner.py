@@ -118,7 +118,7 @@ _VERDICTS = {
     # asked after the learner's code ran, a patched priority range passed (found in review)
     "l08p1_prpatch": ("CheckFailed", "give it the highest priority"),
     # results a host function fills after the function returned: read as returned
-    "l04p2_hostfn": ("CheckFailed", "expected numbers, got NoneType"),
+    "l04p2_hostfn": ("CheckFailed", "was None when pipeline returned"),
     "l07p3_hostfn": ("CheckFailed", "batch 0"),
     # results that are objects equal to anything (issue 56): only numbers are compared
     "l04p2_anyeq": ("CheckFailed", "expected numbers, got"),

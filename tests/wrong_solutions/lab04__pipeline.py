@@ -37,7 +37,7 @@ def pipeline(chunks, slots):
         slot.done.record(slot.stream)
         owner[j] = i
     return results
-''', 'check_part2', 'was never filled in'),
+''', 'check_part2', 'was None when pipeline returned'),
 
     "kernel before the copy in": ("copy_compute_copy", '''
 def copy_compute_copy(h_in, h_out, d_in, d_out, stream):

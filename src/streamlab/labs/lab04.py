@@ -183,9 +183,11 @@ def _results(results, count):
                    f"list of {count} arrays, in chunk order")
     missing = [i for i, got in enumerate(results) if got is None]
     if missing:
-        check.fail(f"result {missing[0]} of {count} was never filled in (None): were the "
-                   f"last chunks collected once the loop ended? Wait for each of the last "
-                   f"k slots and copy out its h_out")
+        check.fail(f"result {missing[0]} of {count} was None when pipeline returned: were "
+                   f"the last chunks collected once the loop ended? Wait for each of the "
+                   f"last k slots and copy out its h_out (what pipeline returns is read "
+                   f"when it returns: a result filled in later, by a host function say, "
+                   f"is not)")
     return {}, {}, {f"result {i}": np.array(got, copy=True) if isinstance(got, np.ndarray)
                     else got for i, got in enumerate(results)}
 
