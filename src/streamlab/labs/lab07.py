@@ -263,7 +263,7 @@ def check_part2(capture_with_events, *, k=K, seed=None):
     run(PART2, capture_with_events, k=k, seed=seed)
 
 
-class CountingGraph:
+class RecordedGraph:
     """The graph the learner replays. On a GPU, where cuda.core's launch is not observed,
     each launch is recorded as the simulator's replay is: the launch (the learner's), and
     the graph's copies (the slots' h_in read, h_out written, in the launch's stream, the
@@ -364,7 +364,7 @@ def _part3_inputs(*, count, k, seed):
     no_capture_left_open()
     slots = make_slots(k)
     key = _key(seed)
-    graph = CountingGraph(_check_graph(slots, key), slots)
+    graph = RecordedGraph(_check_graph(slots, key), slots)
     stream = cuda.stream()
     batches, _ = fresh_batches(count, k, seed)
 
