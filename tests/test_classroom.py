@@ -38,17 +38,21 @@ def expected(course):
 def klass(tmp_path_factory):
     """The solution, the untouched copy, every cheat, a hang and a crash, and the wrong
     answers and right answers in other words that make_class.kinds puts between them (a
-    wrong answer, a cheat, a right answer and a failure in turn)."""
+    wrong answer, a cheat, a right answer and a failure in turn); and each of issue 56's
+    attacks on the grader (make_class.attacks: one in each part of a submission)."""
     needs_nbgrader()
     pytest.importorskip("dask.distributed", reason="the class grader needs Dask")
     folder = tmp_path_factory.mktemp("class")
     answers = [kind for kind, *_ in make_class.kinds(LAB)]
     last = max(i for i, kind in enumerate(answers)
                if kind.startswith("cheat") or kind in ("hangs", "ends its process"))
-    make_class.make_class(folder, last + 1, [LAB])
+    make_class.make_class(folder, last + 1, [LAB], with_attacks=True)
     made = set(kinds(folder).values())
     assert {"solution", "untouched", "hangs", "ends its process"} <= made
     assert {k for k in answers if k.startswith("cheat")} <= made
+    attacked = "; ".join(k for k in made if k.startswith("attack: "))
+    assert all(kind[len("attack: "):] in attacked for kind, *_ in make_class.ATTACKS)
+    assert all(kind in made for kind in make_class.STRUCTURE)
     assert any(k.startswith("wrong") for k in made) and any(k.startswith("right") for k in made)
     return folder
 
@@ -104,6 +108,14 @@ def test_a_class_on_two_workers_one_killed_gets_the_expected_grades_and_a_serial
     assert not wrong, f"(learner, part): (kind, got, expected): {wrong}\n" + \
         shown(judged, wrong)
     assert len(got) == len(want)  # no learner graded twice, none missing
+    # each attack ran as written (an attack that broke on its own error would score
+    # nothing too, and show nothing of the grader)
+    broken = {k: v for k, v in shown_parts(judged, [
+        (learner, part) for (learner, part), score in want.items()
+        if kinds(klass)[learner].startswith("attack: ") and score == 0]).items()
+        if any(e in v for e in ("NameError", "SyntaxError", "ImportError",
+                                "AttributeError", "was not run"))}
+    assert not broken, broken
     assert make_class.check(klass, LAB) == 0  # what a teacher's first try runs, agrees
     # the sample, graded serially by nbgrader autograde as a teacher runs it
     nbgrader("autograde", LAB, "--create", f"--GradeInFreshProcesses.timeout={TIMEOUT}",
@@ -139,14 +151,24 @@ def serial_sample(kinds_of: dict) -> set:
     return sample
 
 
-def shown(judged: dict, parts) -> str:
-    """What the grader showed for each of ``parts`` ((learner, part) pairs): a failure's
-    own account of why a part scored what it did."""
-    out = []
+def shown_parts(judged: dict, parts) -> dict:
+    """{(learner, part): what the grader showed for it} for ``parts``: a failure's own
+    account of why a part scored what it did."""
+    out = {}
     for learner, part in parts:
         result = judged.get(f"{learner}/{LAB}.ipynb", {})
-        text = "".join(o.get("text", "") or f"{o.get('ename')}: {o.get('evalue')}"
-                       for o in result.get("parts", {}).get(part, {}).get("outputs", []))
+        out[learner, part] = "".join(
+            o.get("text", "") or f"{o.get('ename')}: {o.get('evalue')}"
+            for o in result.get("parts", {}).get(part, {}).get("outputs", []))
+    return out
+
+
+def shown(judged: dict, parts) -> str:
+    """What the grader showed for each of ``parts`` ((learner, part) pairs), with the
+    worker that judged it and how long the part took."""
+    out = []
+    for (learner, part), text in shown_parts(judged, parts).items():
+        result = judged.get(f"{learner}/{LAB}.ipynb", {})
         seconds = result.get("parts", {}).get(part, {}).get("seconds")
         out.append(f"--- {learner} {part} (worker {result.get('worker_pid')}, {seconds} s):\n"
                    f"{text[-3000:]}")
@@ -553,7 +575,8 @@ def test_a_part_cannot_open_the_restored_notebooks_even_by_their_path(tmp_path):
     into the course's .grading folder. A cheat that learns the hidden folders from the
     grader's own frames (its spec) and opens the restored notebooks, the gradebook and the
     solutions by their exact paths gets nothing, even with no sandbox but the audit hook;
-    the part still passes on its right answer."""
+    nor does a hard link, a move, a copy or an SQLite connection (issue 56's side doors,
+    through the class grader's own paths); the part still passes on its right answer."""
     from labtools import cells_of, course, filled, notebook, prepended
 
     from streamlab.grading import course_paths
@@ -579,6 +602,22 @@ for h in sorted(hidden):
                 print("OPENED", h + name, len(fh.read()))
         except Exception as e:
             print("refused:", type(e).__name__)
+import os, shutil, sqlite3                 # the side doors (issue 56, mechanism 6)
+for h in sorted(hidden):
+    for name, door in (
+            ("a hard link", lambda: os.link(h + "/solutions/{LAB}/{LAB}.ipynb", "leak")),
+            ("a move", lambda: os.rename(h + "/solutions/{LAB}/{LAB}.ipynb", "moved")),
+            ("a copy", lambda: shutil.copyfile(h + "/solutions/{LAB}/{LAB}.ipynb", "copy")),
+            ("SQLite", lambda: sqlite3.connect(h + "/gradebook.db").execute(
+                "update grade set manual_score = 100").connection.commit()),
+            ("SQLite by URI", lambda: sqlite3.connect(
+                "file:" + h + "/gradebook.db?mode=rw", uri=True).execute(
+                "create table mine (x)"))):
+        try:
+            door()
+            print("THROUGH", name, h)
+        except Exception as e:
+            print("door refused:", type(e).__name__)
 '''
     solution = cells_of(LAB, "solution")
     first = next(iter(solution))
@@ -602,6 +641,17 @@ for h in sorted(hidden):
              tmp_path / "c" / "solutions" / LAB / f"{LAB}.ipynb"]
     assert all(p.is_file() for p in there)  # what it tried is there to be read
     assert "OPENED" not in text and text.count("refused: PermissionError") >= len(there), text
+    # (issue 56, mechanism 6, through the class grader: with no sandbox but the audit
+    # hook, no link, move, copy or SQLite connection reaches the solutions or gradebook)
+    assert "THROUGH" not in text and text.count("door refused: PermissionError") >= 5, text
+    assert all(p.is_file() for p in there)
+    import sqlite3
+
+    with sqlite3.connect(tmp_path / "c" / "gradebook.db") as db:
+        assert db.execute("select count(*) from grade where manual_score is not null"
+                          ).fetchone() == (0,)
+        assert "mine" not in {name for (name,) in db.execute(
+            "select name from sqlite_master")}
     assert all(r["passed"] for r in result["parts"].values()), text
 
 

