@@ -44,13 +44,16 @@ def klass(tmp_path_factory):
     pytest.importorskip("dask.distributed", reason="the class grader needs Dask")
     folder = tmp_path_factory.mktemp("class")
     answers = [kind for kind, *_ in make_class.kinds(LAB)]
-    last = max(i for i, kind in enumerate(answers)
-               if kind.startswith("cheat") or kind in ("hangs", "ends its process"))
+    # the cycle up to the hang and the crash (with a wrong, a right answer and a cheat
+    # of each round); the attacks hold the cheats that come later in it (CI's time:
+    # each submission is judged twice, on Dask and serially)
+    last = max(i for i, kind in enumerate(answers) if kind in ("hangs", "ends its process"))
     make_class.make_class(folder, last + 1, [LAB], with_attacks=True)
     made = set(kinds(folder).values())
     assert {"solution", "untouched", "hangs", "ends its process"} <= made
-    assert {k for k in answers if k.startswith("cheat")} <= made
     attacked = "; ".join(k for k in made if k.startswith("attack: "))
+    for cheat in (k for k in answers if k.startswith("cheat")):
+        assert cheat in made or cheat[len("cheat: "):] in attacked, cheat
     assert all(kind[len("attack: "):] in attacked for kind, *_ in make_class.ATTACKS)
     assert all(kind in made for kind in make_class.STRUCTURE)
     assert any(k.startswith("wrong") for k in made) and any(k.startswith("right") for k in made)

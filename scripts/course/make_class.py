@@ -28,9 +28,10 @@ the answers the course's tests keep (tests/wrong_solutions/), cycled through in 
 With --attacks, besides: each of the grader's known attacks (ATTACKS: a function's code
 swapped, the guard turned off, IPython's transformer replaced, the verdict pipe found in
 memory, check.fail silenced or jumped over by a tracer, the sandbox undone as root, the
-solutions linked in and the gradebook written through SQLite, a check's secret read, a
-result equal to anything, the setup cell deleted or stripped of its marks), each in one
-part with that part's answer gutted: each attacked part scores nothing.
+solutions linked in and the gradebook written through SQLite, other learners' answers
+looked for, a check's secret read, a result equal to anything, the setup cell deleted or
+stripped of its marks with the graded cells rewritten), each in one part with that
+part's answer gutted: each attacked part scores nothing.
 
 Needs nbgrader (the test tools). Used by tests/test_classroom.py and
 benchmarks/class_grading.py.
@@ -199,6 +200,11 @@ try:
 except Exception:
     pass
 """, None),
+    # the cheat of kinds() that finds other submissions and the gradebook around its
+    # folder (a class's long-standing cheat: in the attacks, the class test needs no
+    # cycle of kinds() long enough to reach it)
+    ("attack: " + "looks for the other learners' answers", CHEATS[
+        "cheat: looks for the other learners' answers"][0], None),
     # lab 05's own: a secret read from a check's frames, and an object equal to anything
     ("attack: the checksum made from the seed read in the check's frames", """
 import sys
@@ -237,9 +243,12 @@ async def checksum_when_done(stream, h_out):
 """, "checksum_when_done"),
 ]
 #: the locked setup cell deleted, or stripped of its marks, and a cell of one's own that
-#: defines checks that pass put in its place (the answers gutted)
-STRUCTURE = ["attack: the setup cell deleted, checks of one's own in its place",
-             "attack: the setup cell's marks removed, rewritten to define passing checks"]
+#: defines checks that pass put in its place; and the graded cells rewritten to pass (the
+#: answers gutted: either attack alone would pass every part if its defence failed)
+STRUCTURE = ["attack: the setup cell deleted, checks of one's own in its place; "
+             "rewrites the checks (the graded cells, to pass)",
+             "attack: the setup cell's marks removed, rewritten to define passing checks; "
+             "rewrites the checks (the graded cells, to pass)"]
 HANG = '''
 import time
 while True:               # a hang that swallows the grader's KeyboardInterrupt
@@ -321,7 +330,8 @@ def attacks(lab: str, course: Path) -> list[tuple[str, dict, dict, object]]:
     other check does), that function's body gutted; the parts are filled in turn, so
     that one submission carries an attack in each part (each part runs in its own
     process and calls its own function alone) and every part attacked scores nothing.
-    The structural attacks (the setup cell) gut every answer: all parts score nothing."""
+    The structural attacks (the setup cell, and the graded cells rewritten to pass) gut
+    every answer: all parts score nothing."""
     from labtools import at_call, cells_of, grade_id, meta, notebook
 
     solution = cells_of(lab, "solution")
@@ -352,7 +362,7 @@ def attacks(lab: str, course: Path) -> list[tuple[str, dict, dict, object]]:
                 kind, code = queue.pop(0)
                 fn = own[part]
                 code = code.replace("{course!r}", repr(str(course))).replace(
-                    "{function}", fn)
+                    "{function}", fn).replace("{lab}", lab)
                 if f"def {fn}(" not in code:  # the attack, then the gutted answer
                     code += "\n" + gutted(solution[fn])
                 cells[fn] = at_call(code, fn)
@@ -363,6 +373,7 @@ def attacks(lab: str, course: Path) -> list[tuple[str, dict, dict, object]]:
     fake = "\n".join(f"def {part}(*args, **kwargs):\n    print('Part {part[-1]}: passed')\n"
                      for part in points)
     emptied = {f: gutted(src) for f, src in solution.items()}
+    emptied.update({part: f"print('Part {part[-1]}: passed')" for part in points})
 
     def deleted(nb):
         import nbformat
