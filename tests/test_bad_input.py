@@ -228,3 +228,27 @@ def test_calibrations_must_be_a_number_of_tries():
         streamlab.Timeline(calibrations="3")
     with pytest.raises(ValueError, match="at least 1"):
         streamlab.Timeline(calibrations=0)
+
+
+def test_a_check_that_fails_in_its_own_code_under_a_tracer_says_so():
+    """A check whose own code fails says it is a bug in the course; but with a trace
+    function set (a debugger, or code that silenced check.fail with a tracer and put it
+    back, issue 56: the check ran on past its silenced failure into a crash) it says a
+    tracer was set, which can change what a check's code does, and not that the course
+    is wrong."""
+    import sys
+
+    def crash():
+        with check.part(1, print):  # (a function with no code of the learner's to blame)
+            raise ValueError("the check's own line")
+
+    with pytest.raises(check.InternalError, match="This is a bug in the course"):
+        crash()
+    kept = sys.gettrace()
+    sys.settrace(lambda *args: None)
+    try:
+        with pytest.raises(check.InternalError, match="while a trace function was set") as e:
+            crash()
+    finally:
+        sys.settrace(kept)
+    assert "bug in the course" not in str(e.value)

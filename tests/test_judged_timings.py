@@ -153,3 +153,20 @@ def test_right_answers_in_other_words_score_in_the_grader(tmp_path, name):
     lab, target, code, part = RIGHT[name]
     got = _grade(lab, target, code, part, tmp_path)
     assert got.passed, got
+
+
+def test_lab05s_loop_share_is_never_said_as_more_than_all_of_it(capsys):
+    """The share of time the event loop was free is the other task's turns against the
+    rate it has alone, measured just before; turns that come a little faster than then
+    made the passing line say "free for 102 % of it" on an H200. It says "all of it" and
+    gives the rate instead."""
+    from streamlab.labs import lab05
+
+    turns = [i * 0.01 for i in range(11)]  # 9 turns inside 100 ms
+    lab05._said({"timed": True, "turns": turns, "turn_s": 0.012})  # alone: one per 12 ms
+    said = capsys.readouterr().out
+    assert "free for all of it, its turns coming at 108% of the rate it has alone (the " \
+        "check needs 50%)" in said, said
+    lab05._said({"timed": True, "turns": turns, "turn_s": 0.005})
+    said = capsys.readouterr().out
+    assert "free for 45% of it" in said, said

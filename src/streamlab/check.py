@@ -51,6 +51,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import sys
 import threading
 
 import numpy as np
@@ -526,6 +527,13 @@ def _as_one_line(label: str, exc: BaseException, functions) -> BaseException:
     code did (one line: a bug in the course, and how to report it)."""
     what = f"{type(exc).__name__}: {exc}".strip()
     where = _learner_line(exc, functions)
+    if where is None and sys.gettrace() is not None:  # (a tracer can make a check's
+        # code skip or change lines: a silenced fail() ran on into a crash, issue 56)
+        return InternalError(
+            f"{label}: the check itself failed ({what}) while a trace function was set "
+            f"(sys.settrace: a debugger, or code of yours), which can change what a "
+            f"check's code does. Turn it off and run the check again; if it still fails, "
+            f"report it (the course's issue tracker, or your teacher)")
     if where is None:
         return InternalError(
             f"{label}: the check itself failed ({what}). This is a bug in the course, not "

@@ -221,8 +221,13 @@ def launch_op(kernel, name: str, args, stream, grid, block, footprint=None,
             writes.append(_with_parts(region, written))
         if read:
             reads.append(_with_parts(region, read))
+    # the numbers it was given, by name (a check may need one: lab 08's step_ns)
+    scalars = {(names[i] if i < len(names) else str(i)): a.item() if isinstance(
+        a, np.generic) else a for i, a in enumerate(args)
+        if isinstance(a, (int, float, np.integer, np.floating)) and not isinstance(a, bool)}
     emit("launch", name, stream, reads=reads, writes=writes, atomics=atomics,
          detail={"grid": grid, "block": block, "args": names, **_kernel_facts(kernel, args),
+                 **({"scalars": scalars} if scalars else {}),
                  **({"slept_ns": slept_ns} if slept_ns else {}),
                  **({"bytes_touched": touched} if touched is not None else {}),
                  "modes": modes if modes is not None else "unknown: all written",

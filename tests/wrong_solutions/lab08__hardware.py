@@ -79,6 +79,12 @@ _WRONG = {
                                        "stream 0 got"),
     "B before A": (2, RIGHT_PART2.replace("step_a", "STEP").replace("step_b", "step_a")
                    .replace("STEP", "step_b"), "depth-first"),
+    # (passed before: steps of no work end at once, so no order is slow)
+    "the steps given 0 ns of work, not step_ns": (2, RIGHT_PART2.replace(
+        "(x, step_ns)", "(x, 0)"), "pass step_ns on"),
+    "step_a given step_ns, step_b a tenth of it": (2, RIGHT_PART2.replace(
+        "step_b[1, 1, s](x, step_ns)", "step_b[1, 1, s](x, step_ns // 10)"),
+        "pass step_ns on"),
 }
 
 _RIGHT = {

@@ -273,6 +273,12 @@ def _part2_rules(run, order, *, count, seed):
     check.one_launch_per_stream(ops, "step_a", streams)
     check.one_launch_per_stream(ops, "step_b", streams)
     a, b = ops.launches("step_a"), ops.launches("step_b")
+    # each step works step_ns (given 0, the kernels end at once and any order is quick)
+    given = [op.detail.get("scalars", {}).get("ns") for op in a + b]
+    if any(ns != STEP_NS for ns in given):
+        other = next(ns for ns in given if ns != STEP_NS)
+        check.fail(f"a step was given ns={other!r}, not the step_ns your function "
+                   f"received ({STEP_NS}): pass step_ns on to every step_a and step_b")
     first_b = min(b, key=lambda op: op.uid)
     late_a = [op for op in a if op.uid > first_b.uid]
     if late_a:
