@@ -80,15 +80,17 @@ def test_the_simulator_runs_a_model_gpu_and_says_which():
 # Rennich's kernel writes pi ** 599 and the like into float32: inf, as on a GPU (numpy warns)
 @pytest.mark.filterwarnings("ignore:overflow encountered in cast:RuntimeWarning")
 def test_eight_streams_overlap_and_legacy_dummies_serialise_them(gpu_sized):
-    # best of three, as the course times host-issued work: the host's own gaps vary
-    plain = max((eight_streams(1 << 10) for _ in range(3)), key=lambda m: m.concurrency)
-    # 6.5, not 7: the model's host clock counts this machine's own gaps between calls, and
-    # a loaded CI machine gave 6.90 once (notebook 01's H200 run: 6.99)
-    assert plain.concurrency >= 6.5
+    # best of five, as the course times host-issued work: the host's own gaps vary
+    plain = max((eight_streams(1 << 10) for _ in range(5)), key=lambda m: m.concurrency)
+    # 6, not 7: the model's host clock counts this machine's own gaps between calls; a
+    # loaded CI machine gave 6.90 once, a slower two-core machine with the suite's three
+    # workers 6.24 as its best of three (notebook 01's H200 run: 6.99). The legacy
+    # dummies below serialise to 1.0 at most: the test still tells the two apart
+    assert plain.concurrency >= 6
     legacy = eight_streams(1 << 10, dummy=cuda.legacy_default_stream())
     assert 0.95 <= legacy.concurrency <= 1.0
     per_thread = max((eight_streams(1 << 10, dummy=cuda.per_thread_default_stream())
-                      for _ in range(3)), key=lambda m: m.concurrency)
+                      for _ in range(5)), key=lambda m: m.concurrency)
     assert per_thread.concurrency >= 5  # (one run on a loaded CI machine: 4.68)
 
 
@@ -438,8 +440,12 @@ def test_a_second_model_beside_the_run_predicts_a_timeline():
     assert predicted.model == "model of an NVIDIA H100, not a measurement"
     assert [s.name for s in predicted.spans] == [s.name for s in tl.trace().spans]
     assert predicted.metrics().concurrency > 3.5
-    assert predicted.span("wait").end_ms == pytest.approx(
-        max(predicted.span(f"k{i}").end_ms for i in range(4)), abs=0.05)
+    # the wait ends with the last kernel (not before it), plus the host's own time to
+    # return, which the model's host clock counts: 0.2 ms once on a loaded two-core
+    # machine; serialised kernels would have ended it some 60 ms later
+    last = max(predicted.span(f"k{i}").end_ms for i in range(4))
+    assert last - 0.05 <= predicted.span("wait").end_ms <= last + 1.0, \
+        (predicted.span("wait").end_ms, last)
     with pytest.raises(model.ModelError, match="made inside the `with streamlab.predict"):
         model.Prediction(model.load_profile("nvidia-h100")).trace()
 
