@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import streamlab
+from attacks import SILENCED_WHILE_CHECKED
 from labtools import ROOT, at_call, cells_of, prepended, submission
 
 from streamlab.grading import plan, run_part, sandbox
@@ -927,23 +928,6 @@ def test_with_the_sandbox_off_no_side_door_reaches_the_solutions_or_the_gradeboo
     assert tables == [("grade",)], tables
 
 
-# check.fail silenced while the check runs, and put back (by a tracer, on the check's
-# return) before the guard's second look: the guard sees it as the lab set it
-SILENCED_WHILE_CHECKED = r"""
-import sys
-import streamlab.check as k
-kept = k.fail.__code__
-k.fail.__code__ = (lambda *a, **kw: None).__code__
-def put_back(frame, event, arg):
-    if event == "return" and frame.f_code.co_name.startswith("check_part"):
-        k.fail.__code__ = kept
-    return put_back
-f = sys._getframe(1)
-while f is not None:
-    f.f_trace = put_back
-    f = f.f_back
-sys.settrace(put_back)
-"""
 
 
 #: lab 05 part 1 answered with a host wait (its results right): wrong by a rule alone

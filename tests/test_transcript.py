@@ -8,6 +8,7 @@ stays (kept below as an expected failure)."""
 import importlib
 
 import pytest
+from attacks import CHECKSUM_FROM_THE_SEED, FINDS_THE_PIPE_IN_MEMORY
 from labtools import LABS, at_call, cells_of, setup_code, submission
 
 from streamlab import transcript
@@ -345,19 +346,6 @@ def test_a_streamref_is_its_own_streamref():
     assert StreamRef.of(ref) is ref
 
 
-#: a learner's answer that finds the grader's reporting function in memory, with no frame
-#: walked (``gc.get_objects()``: the closure that holds the verdict pipe and its nonce),
-#: writes a pass through it and ends the process before any check runs (issue 56,
-#: mechanism 7: "the pipe found in memory")
-_FINDS_THE_PIPE_IN_MEMORY = '''
-import gc, os
-for found in gc.get_objects():
-    if getattr(found, "__name__", None) == "report" and getattr(found, "__closure__", None):
-        names = found.__code__.co_freevars
-        if "nonce" in names or "verdict" in names:
-            found(True)
-            os._exit(0)
-'''
 
 
 @pytest.mark.parametrize("lab", JUDGED)
@@ -369,7 +357,7 @@ def test_in_every_judged_lab_a_pipe_found_in_memory_writes_no_grade(tmp_path, la
     failed otherwise, with no verdict at all, not as Unjudged.)"""
     answers = cells_of(lab, "solution")
     first = next(iter(answers))
-    cells = plan(submission(lab, {**answers, first: at_call(_FINDS_THE_PIPE_IN_MEMORY,
+    cells = plan(submission(lab, {**answers, first: at_call(FINDS_THE_PIPE_IN_MEMORY,
                                                             first)}))
     judges = importlib.import_module(f"streamlab.labs.{lab.split('__')[0]}").JUDGES
     calls = [c["id"] for c in cells if c["role"] == GRADED and first in c["source"]
@@ -432,22 +420,6 @@ def test_a_run_that_sends_no_gpu_timing_scores_nothing_where_the_grader_has_a_gp
     assert not got.passed and got.kind == "CheckFailed" and says in got.message, got
 
 
-#: lab 05 part 2: the checksum made on the host from the check's seed (found in a frame
-#: of the check's thread) and the lab's own chunk maker; h_out never read, nothing awaited
-_CHECKSUM_FROM_THE_SEED = '''
-import sys
-import streamlab.labs.lab05 as _lab
-
-async def checksum_when_done(stream, h_out):
-    for frame in sys._current_frames().values():
-        while frame is not None:
-            kwargs = frame.f_locals.get("kwargs")
-            if isinstance(kwargs, dict) and "seed" in kwargs and "limit_s" in kwargs:
-                seed = kwargs["seed"]
-            frame = frame.f_back
-    await asyncio.sleep(0.01)
-    return float(_lab._host_chunks(1, seed)[0].sum(dtype=np.float64))
-'''
 
 
 def test_a_checksum_made_from_the_checks_seed_scores_nothing(tmp_path):
@@ -457,7 +429,7 @@ def test_a_checksum_made_from_the_checks_seed_scores_nothing(tmp_path):
     stream's work (an attack on the judge of lab 05 part 2)."""
     lab = "lab05__host_functions"
     cells = plan(submission(lab, dict(cells_of(lab, "solution"),
-                                      checksum_when_done=_CHECKSUM_FROM_THE_SEED.strip())))
+                                      checksum_when_done=CHECKSUM_FROM_THE_SEED.strip())))
     got = run_part(cells, "check_part2", cwd=str(tmp_path), timeout=120, sandbox="off")
     assert not got.passed and got.kind == "CheckFailed", got
     assert "never read h_out" in got.message, got

@@ -50,6 +50,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 
+from attacks import (CHECKSUM_FROM_THE_SEED, FINDS_THE_PIPE_IN_MEMORY,  # noqa: E402
+                     SILENCED_WHILE_CHECKED)
+
 #: cheats, each (kind, the cheat's code, which parts score nothing: "all" or "part"): the
 #: part's cell defines its functions with empty bodies, and the first function runs the
 #: cheat when a check calls it (the grader refuses a cell that does more than define:
@@ -122,29 +125,10 @@ from IPython.core import inputtransformer2 as t
 t.TransformerManager.transform_cell = lambda self, cell: 'pass'
 sys.modules['IPython.core.inputtransformer2'] = types.ModuleType('planted')
 """, None),
-    ("attack: the verdict pipe found in memory, a pass written through it", """
-import gc, os
-for found in gc.get_objects():
-    if getattr(found, "__name__", None) == "report" and getattr(found, "__closure__", None):
-        if {"nonce", "verdict"} & set(found.__code__.co_freevars):
-            found(True)
-            os._exit(0)
-""", None),
-    ("attack: check.fail silenced while the check runs, put back by a tracer", """
-import sys
-import streamlab.check as k
-kept = k.fail.__code__
-k.fail.__code__ = (lambda *a, **kw: None).__code__
-def put_back(frame, event, arg):
-    if event == "return" and frame.f_code.co_name.startswith("check_part"):
-        k.fail.__code__ = kept
-    return put_back
-f = sys._getframe(1)
-while f is not None:
-    f.f_trace = put_back
-    f = f.f_back
-sys.settrace(put_back)
-""", None),
+    ("attack: the verdict pipe found in memory, a pass written through it",
+     FINDS_THE_PIPE_IN_MEMORY, None),
+    ("attack: check.fail silenced while the check runs, put back by a tracer",
+     SILENCED_WHILE_CHECKED, None),
     ("attack: a tracer that jumps over each fail(...) line", """
 import linecache, sys, threading
 def jump(frame, event, arg):
@@ -206,20 +190,8 @@ except Exception:
     ("attack: " + "looks for the other learners' answers", CHEATS[
         "cheat: looks for the other learners' answers"][0], None),
     # lab 05's own: a secret read from a check's frames, and an object equal to anything
-    ("attack: the checksum made from the seed read in the check's frames", """
-import sys
-import streamlab.labs.lab05 as _lab
-
-async def checksum_when_done(stream, h_out):
-    for frame in sys._current_frames().values():
-        while frame is not None:
-            kwargs = frame.f_locals.get("kwargs")
-            if isinstance(kwargs, dict) and "seed" in kwargs and "limit_s" in kwargs:
-                seed = kwargs["seed"]
-            frame = frame.f_back
-    await asyncio.sleep(0.01)
-    return float(_lab._host_chunks(1, seed)[0].sum(dtype=np.float64))
-""", "checksum_when_done"),
+    ("attack: the checksum made from the seed read in the check's frames",
+     CHECKSUM_FROM_THE_SEED, "checksum_when_done"),
     ("attack: a checksum that says it equals anything", """
 class Anything(float):
     def __eq__(self, other):
