@@ -19,6 +19,7 @@ from streamlab.grading import plan, run_part  # noqa: E402
 def main():
     import wrong_solutions.lab08__hardware as l08
     from test_judged_timings import RIGHT as JT
+    from test_judged_timings import _HOST_WORK_IN_THE_LOOP as HOST_WORK
 
     cases = [("lab08__hardware", "check_part2", {}, "solution"),
              ("lab08__hardware", "check_part2",
@@ -26,7 +27,9 @@ def main():
               "pairs"),
              ("lab04__pipeline", "check_part2", {}, "solution"),
              ("lab04__pipeline", "check_part2",
-              {"pipeline": JT["lab 04: events, and each result made float64"][2]}, "float64")]
+              {"pipeline": JT["lab 04: each slot's stream synchronized when reused"][2]},
+              "stream synchronized"),
+             ("lab04__pipeline", "check_part2", {"pipeline": HOST_WORK}, "float64")]
     for lab, part, change, name in cases:
         answers = {**cells_of(lab, "solution"), **{k: v.strip("\n") for k, v in change.items()}}
         for _ in range(2):

@@ -11,6 +11,11 @@ process each, with one more of the part process's differences at a time:
 Each prints the check's own line (how long the kernels took, and what it allows). The
 first variant that fails names the cause. A probe for a GPU (about 40 s):
     python3 scripts/probes/lab08_fresh_process.py
+
+Answer (2026-11-28, one H200): every variant failed its first run (225-340 ms) and passed
+its second (45-49 ms): none of the part process's differences is the cause, a process's
+first check is. lab08_spans.py and lab08_where_host_waits.py found why; after the mend
+(streamlab.runner.once starts recording before timing) every variant passed both runs.
 """
 
 import os
