@@ -9,7 +9,9 @@ from __future__ import annotations
 import pytest
 from labtools import cells_of, prepended, submission
 
+from streamlab import on_simulator
 from streamlab.grading import plan, run_part
+from wrong_solutions.lab04__pipeline import RIGHT as L04_RIGHT
 
 LAB01, LAB04 = "lab01__eight_streams", "lab04__pipeline"
 
@@ -128,7 +130,24 @@ def launch_on_streams(inputs, outputs, streams):
     for i in reversed(range(len(streams))):
         work[4, 64, streams[i]](outputs[i], inputs[i], REPS)
 ''', "check_part1"),
-    "lab 04: events, and each result made float64": (LAB04, "pipeline", '''
+    "lab 04: each slot's stream synchronized when reused": (
+        LAB04, "pipeline", L04_RIGHT["each slot's stream synchronized when reused"][1],
+        "check_part2"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RIGHT))
+def test_right_answers_in_other_words_score_in_the_grader(tmp_path, name):
+    lab, target, code, part = RIGHT[name]
+    got = _grade(lab, target, code, part, tmp_path)
+    assert got.passed, got
+
+
+#: lab 04 with each result made float64 inside the loop: right, but its host work between
+#: the waits (32 MB made per chunk) is as long as a chunk's GPU work on an H200: graded
+#: there it took 94-101 % of one stream, on an H100 under 90 %. Neither kept right nor
+#: wrong: its verdict depends on the host's speed, and a failure must say why
+_HOST_WORK_IN_THE_LOOP = '''
 def pipeline(chunks, slots):
     k = len(slots)
     results = [None] * len(chunks)
@@ -144,15 +163,18 @@ def pipeline(chunks, slots):
         slots[i % k].done.synchronize()
         results[i] = slots[i % k].h_out.astype(np.float64)
     return results
-''', "check_part2"),
-}
+'''
 
 
-@pytest.mark.parametrize("name", sorted(RIGHT))
-def test_right_answers_in_other_words_score_in_the_grader(tmp_path, name):
-    lab, target, code, part = RIGHT[name]
-    got = _grade(lab, target, code, part, tmp_path)
-    assert got.passed, got
+def test_a_pipeline_slowed_by_its_own_host_work_passes_or_is_told_so(tmp_path):
+    """The check cannot tell a wait too many from host work of the learner's own between
+    the waits (both keep the host from issuing the next chunk): a failure names both."""
+    got = _grade(LAB04, "pipeline", _HOST_WORK_IN_THE_LOOP, "check_part2", tmp_path)
+    if on_simulator():  # (no timing judged there)
+        assert got.passed, got
+    else:
+        assert got.passed or ("host work between the waits" in got.message
+                              and "90% or less" in got.message), got
 
 
 def test_lab05s_loop_share_is_never_said_as_more_than_all_of_it(capsys):

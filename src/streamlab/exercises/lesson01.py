@@ -46,7 +46,7 @@ def check_exercise2(make_streams, *, count=8):
                        f"make a new one for each")
 
         def run_once():
-            with check.time_per_stream(streams) as timing, record_ops() as ops:
+            with record_ops() as ops, check.time_per_stream(streams) as timing:
                 for s in streams:  # the post's loop, issued by the check
                     streamlab.spin[1, 1, s](STEP_NS)
                     dummy[1, 1]()   # the legacy default stream
