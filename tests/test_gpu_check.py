@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 _PYTHON = """#!/bin/bash
 case "$*" in
-  *"-m pytest"*) exit ${FAKE_PYTEST:-0} ;;
+  *"-m pytest"*) echo "$*" >> "${FAKE_ARGS:-/dev/null}"; exit ${FAKE_PYTEST:-0} ;;
   *run_notebooks.py*) exit ${FAKE_NOTEBOOKS:-0} ;;
   *span_overhead.py*) exit ${FAKE_BENCH:-0} ;;
   *) exit 0 ;;
@@ -55,6 +55,25 @@ def test_each_failure_has_an_exit_status_of_its_own(gpu_check):
     assert code == 16 and "another step failed" in said, said
     code, said = gpu_check("no-such-part")
     assert code == 2 and "PART=no-such-part" in said, said
+
+
+def test_the_tests_parts_name_real_files_and_each_file_once(gpu_check, tmp_path):
+    """t1, t2 and t2b name test files that exist, none twice; t3 leaves out exactly theirs
+    (t2 and t2b are halves so that each fits one command's 10 minutes on one H200: whole,
+    it was cut at 590 s, 97 % done)."""
+    named = {}
+    for part in ("t1", "t2", "t2b", "t3"):
+        args = tmp_path / f"{part}.args"
+        status, out = gpu_check(part, args=args)
+        assert status == 0, out
+        words = args.read_text().split()
+        named[part] = ([w[len("--ignore="):] for w in words if w.startswith("--ignore=")]
+                       if part == "t3" else [w for w in words if w.startswith("tests/")])
+    listed = named["t1"] + named["t2"] + named["t2b"]
+    assert all(named[p] for p in ("t1", "t2", "t2b")), named
+    assert len(listed) == len(set(listed)), listed
+    assert all((ROOT / f).is_file() for f in listed), listed
+    assert sorted(named["t3"]) == sorted(listed), named["t3"]
 
 
 def test_a_missed_target_is_said_at_the_top_of_the_results_page():
