@@ -3,11 +3,14 @@
 (scripts/course/make_class.py --attacks, tests/test_classroom.py): one text of each."""
 
 #: check.fail silenced while the check runs, and put back (by a tracer, on the check's
-#: return) before the guard's second look: the guard sees it as the lab set it
+#: return) before the guard's second look: the guard sees it as the lab set it. The code
+#: kept is the first one seen: the answer runs once per attempt of an overlap check, and a
+#: second run that kept the silenced code put that back (the guard then caught it, where
+#: the test asks what the grader's judge does: on an H200, lab 01 part 1 measured again)
 SILENCED_WHILE_CHECKED = r"""
 import sys
 import streamlab.check as k
-kept = k.fail.__code__
+kept = globals().setdefault("_KEPT", k.fail.__code__)
 k.fail.__code__ = (lambda *a, **kw: None).__code__
 def put_back(frame, event, arg):
     if event == "return" and frame.f_code.co_name.startswith("check_part"):

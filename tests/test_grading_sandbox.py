@@ -947,19 +947,13 @@ def test_a_check_silenced_while_it_runs_and_put_back_scores_nothing(tmp_path, la
                                                                       wrong):
     """Issue 56, mechanisms 7 and 9: a tracer (or a thread) that silences check.fail only
     while a check runs, and puts it back before the guard's second look. The grader
-    judges again from what the check sent, so the wrong answer scores nothing. (On an
-    H200, lab 01's part 1 was caught one step earlier, by the guard, the code of
-    check.fail still replaced when it looked: 'Tampered', also nothing; on the simulator
-    the judge refuses it.)"""
+    judges again from what the check sent, so the wrong answer scores nothing."""
     source = (wrong.strip("\n") + "\n" if wrong
               else "def " + answer + "(*args):\n    pass\n")
     code = prepended(source, SILENCED_WHILE_CHECKED)
     got = run_part(plan(submission(lab, {**cells_of(lab, "solution"), answer: code})),
                    "check_part1", cwd=str(tmp_path), timeout=120, sandbox="off")
-    assert not got.passed, got
-    assert (got.kind == "CheckFailed" and "Part 1:" in got.message) or (
-        got.kind == "Tampered" and "replaced the code of streamlab.check.fail" in got.message
-        and not streamlab.on_simulator()), got
+    assert not got.passed and got.kind == "CheckFailed" and "Part 1:" in got.message, got
     if wrong:
         assert "you synchronized the host" in got.message, got
 
