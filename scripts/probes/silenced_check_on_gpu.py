@@ -12,8 +12,8 @@ Answer (2026-11-28, on the simulator): the attack ran once per call of the answe
 kept check.fail's code each time; a check that measures its overlap again (its first
 attempt short) calls the answer twice, and the second kept the silenced code, which the
 tracer then "put back". The simulator's run above measured again and ended with the code
-not put back; the GPU run, presumably, too (its output was cut). The attack keeps the first code it
-saw (tests/attacks.py), and the test asks for the judge's verdict everywhere.
+not put back; the GPU run, presumably, too (its output was cut). The attack keeps the
+first code it saw (tests/attacks.py), and the test asks for the judge's verdict everywhere.
 """
 
 import sys
