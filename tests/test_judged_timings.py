@@ -144,9 +144,9 @@ def test_right_answers_in_other_words_score_in_the_grader(tmp_path, name):
 
 
 #: lab 04 with each result made float64 inside the loop: right, but its host work between
-#: the waits (32 MB made per chunk) is as long as a chunk's GPU work on an H200: graded
-#: there it took 94-101 % of one stream, on an H100 under 90 %. Neither kept right nor
-#: wrong: its verdict depends on the host's speed, and a failure must say why
+#: the waits (32 MB made per chunk) costs the pipeline its gain on an H200: graded there
+#: it took 94-101 % of one stream (the check needs 90 %). Neither kept right nor wrong: its
+#: verdict depends on the host's speed, and a failure must say why
 _HOST_WORK_IN_THE_LOOP = '''
 def pipeline(chunks, slots):
     k = len(slots)
