@@ -16,6 +16,7 @@ case "$*" in
   *"-m pytest"*) echo "$*" >> "${FAKE_ARGS:-/dev/null}"; exit ${FAKE_PYTEST:-0} ;;
   *run_notebooks.py*) exit ${FAKE_NOTEBOOKS:-0} ;;
   *span_overhead.py*) exit ${FAKE_BENCH:-0} ;;
+  *implicit_sync.py*) exit ${FAKE_IMPLICIT:-0} ;;
   *) exit 0 ;;
 esac
 """
@@ -74,6 +75,14 @@ def test_the_tests_parts_name_real_files_and_each_file_once(gpu_check, tmp_path)
     assert len(listed) == len(set(listed)), listed
     assert all((ROOT / f).is_file() for f in listed), listed
     assert sorted(named["t3"]) == sorted(listed), named["t3"]
+
+
+def test_the_implicit_sync_part_runs_its_benchmark_and_says_when_it_failed(gpu_check):
+    """PART=implicit runs benchmarks/implicit_sync.py alone: 0 when it ran, 16 (another
+    step failed) when it did not."""
+    assert gpu_check("implicit")[0] == 0
+    status, out = gpu_check("implicit", implicit=1)
+    assert status == 16 and "another step failed" in out, out
 
 
 def test_a_missed_target_is_said_at_the_top_of_the_results_page():

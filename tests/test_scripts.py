@@ -798,3 +798,50 @@ def test_a_benchmark_page_is_written_after_a_run_and_again_from_its_kept_json(tm
     assert kept_page.page_again(again, page) == 0
     assert (tmp_path / "q.md").read_text() == "GPU X: 3\n"
     assert kept_page.page_again(ap.parse_args(["--page", str(tmp_path / "r.json")]), page) == 2
+
+
+def test_the_implicit_sync_reference_runs_each_case_and_measures_only_on_a_gpu():
+    """benchmarks/implicit_sync.py (issue 57, item 3): --smoke runs every case once (here on
+    the simulator, on a GPU in the GPU pass), each a row that ran; without --smoke, the
+    simulator is refused with a reason, since the reference is a driver's facts."""
+    env = dict(os.environ, STREAMLAB_QUIET="1")
+    script = ROOT / "benchmarks" / "implicit_sync.py"
+    smoke = subprocess.run([sys.executable, str(script), "--smoke"], env=env, cwd=ROOT,
+                           capture_output=True, text=True, timeout=300)
+    assert smoke.returncode == 0, smoke.stdout + smoke.stderr
+    ran = [line for line in smoke.stdout.splitlines()
+           if line.rstrip().endswith("ran (smoke: nothing measured)")]
+    listed, _ = _benchmark("implicit_sync").cases()
+    assert len(ran) == len(listed) >= 20, smoke.stdout
+    import streamlab
+
+    if streamlab.on_simulator():
+        refused = subprocess.run([sys.executable, str(script)], env=env, cwd=ROOT,
+                                 capture_output=True, text=True, timeout=120)
+        assert refused.returncode == 2 and "Run it on a GPU" in refused.stderr, refused
+
+
+def test_the_implicit_sync_page_says_what_each_call_did():
+    """A call that held the host for more than half the kernel in flight waited: for every
+    stream's work where it held the host behind a non-blocking stream's kernel too, else
+    for the blocking streams'. One that left the host free but kept a later kernel in
+    another stream from overlapping ordered the streams (the blocking ones alone, or every
+    one); else it was asynchronous. A case that failed is a row that says so."""
+    bench = _benchmark("implicit_sync")
+
+    def row(what, host, host_nb, blocking, nonblocking):
+        return dict(what=what, host_ms=host, host_nonblocking_ms=host_nb,
+                    blocking_overlap=blocking, nonblocking_overlap=nonblocking, hold_ms=20.0)
+
+    rows = [row("sync", 19.8, 19.9, False, False), row("legacy copy", 19.7, 0.02, False, True),
+            row("legacy", 0.01, 0.01, False, True), row("free", 0.2, 0.2, False, False),
+            row("launch", 0.005, 0.004, True, True), dict(what="broken", error="RuntimeError('x')")]
+    text = bench.page({"device": "GPU", "date": "today", "rows": rows})
+    said = {line.split(" | ")[0][2:]: line.rstrip(" |").split(" | ")[-1]
+            for line in text.splitlines() if line.startswith("| ") and "---" not in line}
+    assert said["sync"] == "waits for every stream's work", said
+    assert said["legacy copy"] == "waits for the blocking streams' work", said
+    assert said["legacy"] == "orders the blocking streams", said
+    assert said["free"] == "orders every stream", said
+    assert said["launch"] == "asynchronous", said
+    assert said["broken"] == "failed: RuntimeError('x')", said

@@ -46,6 +46,9 @@
 # page for docs/sanitizer.md). A few minutes.
 # PART=recorder: what recording what a notebook ran costs (benchmarks/recorder_cost.py):
 # the span-cost benchmark and lesson 06, each with and without it, in this one call.
+# PART=implicit: which calls make the host wait and which order the streams
+# (benchmarks/implicit_sync.py; $OUT gets implicit-sync.txt, .json and .md, the page for
+# docs/implicit-sync.md).
 # The exit status says what went wrong, one bit each: 1 a test failed, 4 a notebook
 # failed, 8 a benchmark missed its stated target (the page says so at its top), 16 another
 # step failed; 2 is a wrong PART. 0: all of it held.
@@ -64,6 +67,7 @@ PART=${PART:-all}
 case "$PART" in
   owed) ;;
   recorder) ;;
+  implicit) ;;
   nb1) NOTEBOOKS="notebooks/0[0-4]__*.ipynb" ;;
   nb2) NOTEBOOKS="notebooks/0[5-9]__*.ipynb" ;;
   nb3) NOTEBOOKS="solutions/*/*.ipynb" ;;
@@ -74,7 +78,7 @@ case "$PART" in
   t2b) TESTS=$GRADER_TESTS_B ;;
   t3) TESTS=$(for f in $KEPT_ANSWERS $GRADER_TESTS $GRADER_TESTS_B; do printf -- '--ignore=%s ' "$f"; done) ;;
   all|notebooks|tests|sanitizer) ;;
-  *) echo "PART=$PART: use all, notebooks, tests, owed, recorder, sanitizer, nb1 to nb5, t1, t2, t2b or t3 (see the top of this script)" >&2
+  *) echo "PART=$PART: use all, notebooks, tests, owed, recorder, implicit, sanitizer, nb1 to nb5, t1, t2, t2b or t3 (see the top of this script)" >&2
      exit 2 ;;
 esac
 case "$PART" in nb?) PART=notebooks ;; t?|t2b) PART=tests ;; esac
@@ -103,6 +107,12 @@ if [ "$PART" = sanitizer ]; then
   python3 scripts/gpu/sanitize.py --json "$OUT/sanitizer.json" --out "$OUT/sanitizer.md" \
     > "$OUT/sanitizer.txt" 2>&1 || status=$((status | STEP_FAILED))
   cat "$OUT/sanitizer.txt"
+  finish
+fi
+if [ "$PART" = implicit ]; then
+  python3 benchmarks/implicit_sync.py --json "$OUT/implicit-sync.json" --out "$OUT/implicit-sync.md" \
+    > "$OUT/implicit-sync.txt" 2>&1 || status=$((status | STEP_FAILED))
+  cat "$OUT/implicit-sync.txt"
   finish
 fi
 if [ "$PART" = recorder ]; then
