@@ -158,7 +158,7 @@ def main(argv) -> int:
             keep_banner(want, have)
         stale.append(target.name)
         if not check:
-            target.write_text(json.dumps(want, indent=1, ensure_ascii=False) + "\n")
+            target.write_text(json.dumps(want, indent=1, ensure_ascii=False, sort_keys=True) + "\n")
     if check and stale:
         print("out of date (run python scripts/course/make_lessons.py, then execute them): "
               + ", ".join(stale))
