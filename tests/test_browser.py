@@ -162,6 +162,25 @@ def type_over(page, cell, text, tries=3):
                          f"{tries} times")
 
 
+def run_cell(page, cell, tries=3, started_within_s=30):
+    """Shift+Enter in ``cell``, as a learner runs it; then its prompt must change (to
+    ``[*]`` or a new count). On a loaded machine a key pressed before the editor had its
+    focus was lost, and the cell never ran (a CI run here waited 120 s for its output):
+    then the cell's editor is clicked and the key pressed again."""
+    prompt = cell.locator(".jp-InputPrompt").first
+    before = prompt.inner_text()
+    for _ in range(tries):
+        cell.locator(".cm-content").click()
+        page.keyboard.press("Shift+Enter")
+        deadline = time.monotonic() + started_within_s
+        while time.monotonic() < deadline:
+            if prompt.inner_text() != before:
+                return
+            page.wait_for_timeout(250)
+    raise AssertionError(f"the cell did not start after Shift+Enter, {tries} times: its "
+                         f"prompt still reads {before!r}")
+
+
 def guess_before(path, marker):
     """The id and source of the guess cell that keeps back the run of the code cell holding
     ``marker`` (the nearest guess cell before it), in the learner's copy at ``path``."""
@@ -220,7 +239,7 @@ def test_the_first_minutes_of_a_learner(git_course, page):
         guess = page.locator(".jp-CodeCell").filter(has_text=f"'{gid}'").first
         type_over(page, guess, guess_source.replace("my_guess = ...", "my_guess = 2"))
         wait_for_idle_kernel(page)  # a run asked for before the kernel connected is lost
-        page.keyboard.press("Shift+Enter")
+        run_cell(page, guess)
         guess.locator(".jp-OutputArea-output").filter(has_text="Your guess: 2") \
             .wait_for(timeout=120_000)
         guess.locator(".jp-OutputArea-output img").first.wait_for(timeout=30_000)
@@ -238,7 +257,7 @@ def test_the_first_minutes_of_a_learner(git_course, page):
             has_text="Exercise 1: not done yet").wait_for(timeout=180_000)
         # the learner writes the answer in place of the stub, and runs the cell
         type_over(page, exercise, ANSWER_00)
-        page.keyboard.press("Shift+Enter")
+        run_cell(page, exercise)
         exercise.locator(".jp-OutputArea-output").filter(
             has_text="Exercise 1: passed").wait_for(timeout=60_000)
 
