@@ -230,6 +230,28 @@ def test_calibrations_must_be_a_number_of_tries():
         streamlab.Timeline(calibrations=0)
 
 
+@pytest.mark.parametrize("source, refused", [
+    ("def time_on():\n    return 1.0\n", "takes 0 positional arguments but 1 was given"),
+    ("def time_on(stream, d_x):\n    return 1.0\n", "missing 1 required positional argument"),
+    ("def time_on(*, stream):\n    return 1.0\n", "takes 0 positional arguments"),
+])
+def test_a_learners_function_with_other_parameters_is_told_so_not_blamed_on_the_course(
+        source, refused):
+    """Issue 58: the check calls the learner's function as the stub declares it; a function
+    written with other parameters is refused by Python at that call, in the check's own
+    line. The learner is told which call was refused and what their function takes, not
+    that the course has a bug."""
+    from test_exercises import run
+
+    with pytest.raises(check.CheckFailed) as e:
+        run("00", 1, "time_on", source)
+    said = str(e.value)
+    assert said.startswith("Exercise 1: the check called time_on as the exercise's stub "
+                           "declares it, and Python refused the call"), said
+    assert refused in said and "(yours takes time_on(" in said, said
+    assert "bug in the course" not in said, said
+
+
 def test_a_check_that_fails_in_its_own_code_under_a_tracer_says_so():
     """A check whose own code fails says it is a bug in the course; but with a trace
     function set (a debugger, or code that silenced check.fail with a tracer and put it

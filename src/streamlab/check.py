@@ -534,6 +534,19 @@ def _as_one_line(label: str, exc: BaseException, functions) -> BaseException:
             f"(sys.settrace: a debugger, or code of yours), which can change what a "
             f"check's code does. Turn it off and run the check again; if it still fails, "
             f"report it (the course's issue tracker, or your teacher)")
+    if where is None and isinstance(exc, TypeError):  # Python refused the check's call of
+        import inspect  # the learner's function itself: its parameters are not the stub's
+
+        for fn in (f for f in functions
+                   if getattr(f, "__name__", None) and f"{f.__name__}()" in str(exc)):
+            try:
+                theirs = f" (yours takes {fn.__name__}{inspect.signature(fn)})"
+            except (TypeError, ValueError):
+                theirs = ""
+            return CheckFailed(f"{label}: the check called {fn.__name__} as the exercise's stub "
+                               f"declares it, and Python refused the call: {exc}{theirs}. "
+                               f"Keep the stub's parameters, in its order, and write your "
+                               f"code inside")
     if where is None:
         return InternalError(
             f"{label}: the check itself failed ({what}). This is a bug in the course, not "
