@@ -240,8 +240,11 @@ def test_the_first_minutes_of_a_learner(git_course, page):
         type_over(page, guess, guess_source.replace("my_guess = ...", "my_guess = 2"))
         wait_for_idle_kernel(page)  # a run asked for before the kernel connected is lost
         run_cell(page, guess)
-        guess.locator(".jp-OutputArea-output").filter(has_text="Your guess: 2") \
-            .wait_for(timeout=120_000)
+        try:
+            guess.locator(".jp-OutputArea-output").filter(has_text="Your guess: 2") \
+                .wait_for(timeout=120_000)
+        except Exception as e:  # say what the cell showed instead
+            raise AssertionError(f"the guess cell shows {guess.inner_text()[-1500:]!r}") from e
         guess.locator(".jp-OutputArea-output img").first.wait_for(timeout=30_000)
         # and after the GPU's run, the model GPU's of the same cells, its timeline too
         guess.locator(".jp-OutputArea-output").filter(

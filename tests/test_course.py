@@ -361,3 +361,29 @@ def test_reveal_shows_the_guess_beside_the_courses_run_and_nothing_before_a_gues
         workspace.reveal(1, "99__no_such_lesson", guess["id"], folder)
     with pytest.raises(LookupError, match="no guess cell 'guess-0'"):
         workspace.reveal(1, stem, "guess-0", folder)
+
+
+def test_reveal_reads_a_lesson_that_jupyterlab_is_saving_this_moment(tmp_path, capsys):
+    """JupyterLab saves a notebook by writing the file in place: run right after typing
+    the guess, reveal once read a half-written file (a browser test waited 120 s for a
+    guess that never showed). It reads again until the file is whole; a file that stays
+    broken is said in one line."""
+    import threading
+
+    guess = {"id": "guess-1", "cell_type": "code", "source": [], "outputs": [],
+             "metadata": {"streamlab": {"guess": True, "reveal": []}}}
+    whole = json.dumps({"cells": [guess], "metadata": {}, "nbformat": 4,
+                        "nbformat_minor": 5})
+    path = tmp_path / "00__lesson.ipynb"
+    path.write_text(whole[: len(whole) // 2])  # caught half way through a save
+    done = threading.Timer(0.5, path.write_text, args=(whole,))
+    done.start()
+    try:
+        workspace.reveal(3, "00__lesson", "guess-1", tmp_path)
+    finally:
+        done.join()
+    assert "Your guess: 3" in capsys.readouterr().out
+    path.write_text(whole[:10])
+    with pytest.raises(RuntimeError, match="could not be read .JupyterLab was still saving "
+                                           "it.: run this cell again"):
+        workspace.reveal(3, "00__lesson", "guess-1", tmp_path)

@@ -268,7 +268,17 @@ def reveal(guess, notebook: str, cell: str, folder: Path | None = None) -> None:
         raise FileNotFoundError(
             f"{path} is not here: reveal reads the course's run from the lesson's own file. "
             f"Run the lesson from its folder (JupyterLab does), or pass folder=")
-    nb = json.loads(path.read_text())
+    import time
+
+    for _ in range(50):  # JupyterLab's save writes the file in place: it may be half written
+        try:
+            nb = json.loads(path.read_text())
+            break
+        except json.JSONDecodeError:
+            time.sleep(0.1)
+    else:
+        raise RuntimeError(f"{path.name} could not be read (JupyterLab was still saving it): "
+                           f"run this cell again")
     found = [c for c in nb.get("cells", []) if c.get("id") == cell]
     if not found:
         raise LookupError(f"{path.name} has no guess cell {cell!r}: it was deleted or "
