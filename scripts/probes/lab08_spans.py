@@ -16,11 +16,11 @@ sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "src")]
 
 
 def main():
-    from labtools import cells_of, grade_id, notebook
+    from labtools import cells_of, setup_code
     import streamlab.labs.lab08 as l08
     lab = "lab08__hardware"
     ns = {"__name__": "__main__"}
-    exec(next(c.source for c in notebook("labs", lab).cells if grade_id(c) == "setup"), ns)
+    exec(setup_code(lab), ns)
     for src in cells_of(lab, "solution").values():
         exec(src, ns)
     plain = l08._makespan

@@ -22,10 +22,10 @@ sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "src")]
 
 
 def main():
-    from labtools import cells_of, grade_id, notebook
+    from labtools import cells_of, setup_code
     lab = "lab08__hardware"
     ns = {"__name__": "__main__"}
-    exec(next(c.source for c in notebook("labs", lab).cells if grade_id(c) == "setup"), ns)
+    exec(setup_code(lab), ns)
     for src in cells_of(lab, "solution").values():
         exec(src, ns)
     main_id = threading.get_ident()

@@ -25,13 +25,13 @@ sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "src")]
 
 def main():
     from attacks import SILENCED_WHILE_CHECKED
-    from labtools import cells_of, grade_id, notebook, prepended
+    from labtools import cells_of, prepended, setup_code
 
     import streamlab.check as k
 
     lab = "lab01__eight_streams"
     ns = {"__name__": "__main__"}
-    exec(next(c.source for c in notebook("labs", lab).cells if grade_id(c) == "setup"), ns)
+    exec(setup_code(lab), ns)
     for name, src in cells_of(lab, "solution").items():
         if name != "launch_on_streams":
             exec(src, ns)
