@@ -77,12 +77,20 @@ def test_the_tests_parts_name_real_files_and_each_file_once(gpu_check, tmp_path)
     assert sorted(named["t3"]) == sorted(listed), named["t3"]
 
 
-def test_the_implicit_sync_part_runs_its_benchmark_and_says_when_it_failed(gpu_check):
-    """PART=implicit runs benchmarks/implicit_sync.py alone: 0 when it ran, 16 (another
-    step failed) when it did not."""
+def test_the_implicit_sync_reference_is_checked_on_every_whole_pass(gpu_check, tmp_path):
+    """PART=implicit runs benchmarks/implicit_sync.py alone, and PART=t3 (the last tests
+    part, as the whole pass does) runs it too: 0 when every call did what the reference
+    says, 8 (a missed target) when one did not (the script's 3), 16 (another step failed)
+    when it could not run. The other parts leave it out."""
     assert gpu_check("implicit")[0] == 0
     status, out = gpu_check("implicit", implicit=1)
     assert status == 16 and "another step failed" in out, out
+    status, out = gpu_check("implicit", implicit=3)
+    assert status == 8 and "missed its stated target" in out, out
+    status, out = gpu_check("t3", implicit=3)
+    assert status == 8, out
+    for part in ("t1", "t2", "t2b", "notebooks"):
+        assert gpu_check(part, implicit=3)[0] == 0, part
 
 
 def test_a_missed_target_is_said_at_the_top_of_the_results_page():

@@ -822,26 +822,74 @@ def test_the_implicit_sync_reference_runs_each_case_and_measures_only_on_a_gpu()
 
 
 def test_the_implicit_sync_page_says_what_each_call_did():
-    """A call that held the host for more than half the kernel in flight waited: for every
-    stream's work where it held the host behind a non-blocking stream's kernel too, else
-    for the blocking streams'. One that left the host free but kept a later kernel in
-    another stream from overlapping ordered the streams (the blocking ones alone, or every
-    one); else it was asynchronous. A case that failed is a row that says so."""
+    """A call waited where it held the host for more than half the kernel in flight beyond
+    its own time on an idle GPU: for every stream's work where it waited behind a
+    non-blocking stream's kernel, for the blocking streams' where only behind a blocking
+    one's, for its own stream's where only behind its own stream's. One that left the host
+    free but kept a later kernel in another stream from overlapping ordered the streams
+    (the blocking ones alone, or every one); else it was asynchronous. A call's own time
+    is not a wait: a 64 MB pinned allocation that takes 44 ms idle and 45 ms behind a
+    kernel did not wait. Each row says whether the reference's claim for it held, the
+    page's head counts those that did not, and a case that failed is a row that says so."""
     bench = _benchmark("implicit_sync")
 
-    def row(what, host, host_nb, blocking, nonblocking):
-        return dict(what=what, host_ms=host, host_nonblocking_ms=host_nb,
-                    blocking_overlap=blocking, nonblocking_overlap=nonblocking, hold_ms=20.0)
+    def row(what, idle, host, host_nb, own, blocking, nonblocking, claim, hold=20.0):
+        return dict(what=what, idle_ms=idle, hold_ms=hold, host_ms=host,
+                    host_nonblocking_ms=host_nb, host_own_ms=own, blocking_overlap=blocking,
+                    nonblocking_overlap=nonblocking, claim=claim)
 
-    rows = [row("sync", 19.8, 19.9, False, False), row("legacy copy", 19.7, 0.02, False, True),
-            row("legacy", 0.01, 0.01, False, True), row("free", 0.2, 0.2, False, False),
-            row("launch", 0.005, 0.004, True, True), dict(what="broken", error="RuntimeError('x')")]
+    rows = [row("sync", 0.01, 19.8, 19.9, 19.9, False, False, bench.EVERY),
+            row("legacy copy", 0.02, 19.7, 0.02, 19.8, False, True, bench.BLOCKING),
+            row("pageable in a stream", 0.05, 0.05, 0.05, 19.9, True, True, bench.OWN),
+            row("legacy", 0.01, 0.01, 0.01, 0.01, False, True, bench.ORDERS_BLOCKING),
+            row("free", 0.2, 0.2, 0.2, 0.2, False, False, bench.ORDERS_ALL),
+            row("pinned", 44.0, 45.1, 43.9, 44.5, True, True, bench.ASYNC, hold=152.0),
+            row("launch", 0.005, 0.004, 0.004, 0.004, True, True, bench.ASYNC),
+            row("claimed wrongly", 0.005, 0.004, 0.004, 0.004, True, True, bench.EVERY),
+            dict(what="broken", claim=bench.ASYNC, error="RuntimeError('x')")]
     text = bench.page({"device": "GPU", "date": "today", "rows": rows})
-    said = {line.split(" | ")[0][2:]: line.rstrip(" |").split(" | ")[-1]
-            for line in text.splitlines() if line.startswith("| ") and "---" not in line}
+    table = [line.split(" | ") for line in text.splitlines()
+             if line.startswith("| ") and "---" not in line][1:]
+    said = {cells[0][2:]: cells[-2] for cells in table}
+    held = {cells[0][2:]: cells[-1].rstrip(" |") for cells in table}
     assert said["sync"] == "waits for every stream's work", said
     assert said["legacy copy"] == "waits for the blocking streams' work", said
+    assert said["pageable in a stream"] == "waits for its own stream's work", said
     assert said["legacy"] == "orders the blocking streams", said
     assert said["free"] == "orders every stream", said
-    assert said["launch"] == "asynchronous", said
-    assert said["broken"] == "failed: RuntimeError('x')", said
+    assert said["pinned"] == said["launch"] == "asynchronous", said
+    assert said["claimed wrongly"] == "asynchronous", said
+    assert held["claimed wrongly"].endswith("**does not hold**"), held
+    assert all(held[w].endswith(": holds") for w in said if w not in
+               ("claimed wrongly", "broken")), held
+    assert "failed: RuntimeError('x')" in text and held["broken"].endswith("**not shown**")
+    assert "**2 call(s) did not do what the reference says:** claimed wrongly; broken." in text
+    assert [r["what"] for r in bench.failed_claims(rows)] == ["claimed wrongly", "broken"]
+    assert "**Every call did what the reference says.**" in bench.page(
+        {"device": "GPU", "rows": rows[:7]})
+
+
+def test_the_implicit_sync_page_measures_harriss_list_against_the_calls():
+    """Each entry of the Programming Guide's list that Harris quotes is read against the
+    calls that measure it: true where every one of them left the host free, "not so" with
+    the calls that held it. Each call the list names is one of the reference's cases, so
+    that a renamed case cannot drop out of it unseen."""
+    bench = _benchmark("implicit_sync")
+    listed = {what for what, *_ in bench.cases()[0]}
+    named = [w for _, whats in bench.HARRIS for w in whats]
+    assert set(named) <= listed, set(named) - listed
+    free = dict(idle_ms=0.01, hold_ms=20.0, host_ms=0.02, host_nonblocking_ms=0.02,
+                host_own_ms=0.02, blocking_overlap=True, nonblocking_overlap=True)
+    rows = [dict(free, what=w, claim=bench.ASYNC) for w in named]
+    waits = "copy to the device from pageable memory, 16 KB, no stream"
+    rows = [dict(r, host_ms=20.1, host_own_ms=20.2, blocking_overlap=False)
+            if r["what"] == waits else r for r in rows]
+    text = bench.page({"device": "GPU", "rows": rows})
+    said = {line[3:].split("*:")[0]: line for line in text.splitlines()
+            if line.startswith("- *")}
+    assert len(said) == len(bench.HARRIS), said
+    entry = "Memory copies from host to device of a memory block of 64 KB or less"
+    assert "**not so here**" in said[entry] and waits in said[entry], said[entry]
+    assert "20.1 ms behind a blocking stream's kernel" in said[entry], said[entry]
+    assert all("true here" in line for e, line in said.items() if e != entry), said
+    assert "not measured in this run" in bench.page({"device": "GPU", "rows": []})
