@@ -144,7 +144,7 @@ def cases() -> tuple:
         ("a device array freed, 64 MB (numba's queued cuMemFree)", free, False, EVERY),
         ("cuda.pinned_array, 64 MB (cuMemHostAlloc)",
          lambda c: lambda: kept.append(cuda.pinned_array(_f32(LARGE), np.float32)), False,
-         EVERY),
+         ASYNC),
         ("stream-ordered allocation, 64 MB (cuda.core Device.allocate)", ordered_alloc, True,
          ASYNC),
         ("copy to the device from pageable memory, 16 KB, no stream",
@@ -296,9 +296,17 @@ def measure(smoke: bool = False) -> list:
     return rows
 
 
+def claimed(rows: list) -> list:
+    """The rows, each with the claim the reference makes today for its call (a kept run's
+    page, written again, is read against today's reference; a call no longer in it keeps
+    the claim it was run against)."""
+    today = {what: claim for what, _, _, claim in cases()[0]}
+    return [dict(r, claim=today.get(r["what"], r.get("claim"))) for r in rows]
+
+
 def failed_claims(rows: list) -> list:
     """The rows whose call did not do what the reference says (or did not run)."""
-    return [r for r in rows if "error" in r or verdict(r) != r["claim"]]
+    return [r for r in claimed(rows) if "error" in r or verdict(r) != r["claim"]]
 
 
 #: the list of asynchronous commands that Mark Harris's *GPU Pro Tip: CUDA 7 Streams
@@ -352,10 +360,39 @@ def harris_list(rows: list) -> list[str]:
     return lines + [""]
 
 
+#: other sources' words on these calls, each read against the rows that measure it:
+#: (who says it, what they say, the rows, what the rows must all do for it to be so)
+OTHERS = (
+    ("The CUDA C Programming Guide's section *Implicit Synchronization*",
+     "a device memory allocation or a page-locked host memory allocation issued between "
+     "two streams' commands keeps them from running concurrently",
+     ("cuda.device_array, 64 MB (cuMemAlloc)", "cuda.pinned_array, 64 MB (cuMemHostAlloc)"),
+     (ORDERS_ALL, EVERY)),
+    ("numba's docstring of `driver.device_memset`",
+     "with no stream given, the memset is synchronous (the host waits for it)",
+     ("memset, 64 MB, no stream (driver.device_memset)",), (EVERY, BLOCKING)),
+)
+
+
+def others(rows: list) -> list[str]:
+    """Other sources' words on these calls, each said to be so or not so here."""
+    by = {r["what"]: r for r in rows if "error" not in r}
+    lines = ["## What other sources say, measured", ""]
+    for who, says, whats, so in OTHERS:
+        measured = [by[w] for w in whats if w in by]
+        if not measured:
+            lines.append(f"- {who}: {says}. Not measured in this run.")
+            continue
+        each = "; ".join(f"{r['what']}: {verdict(r)}" for r in measured)
+        held = all(verdict(r) in so for r in measured)
+        lines.append(f"- {who}: {says}. {'So here' if held else '**Not so here**'}: {each}.")
+    return lines + [""]
+
+
 def page(result: dict) -> str:
     """The results page: one row a call, what it did and whether that is what the
     reference says."""
-    rows = result["rows"]
+    rows = claimed(result["rows"])
     missed = failed_claims(rows)
     lines = [
         "# Which calls make the host wait, and which order the streams", "",
@@ -389,7 +426,7 @@ def page(result: dict) -> str:
                      f"{r['host_nonblocking_ms']:.3f} | {r['host_own_ms']:.3f} | "
                      f"{r['blocking_overlap']} | {r['nonblocking_overlap']} | {did} | "
                      f"{r['claim']}: {held} |")
-    return "\n".join(lines + [""] + harris_list(rows)).rstrip("\n") + "\n"
+    return "\n".join(lines + [""] + harris_list(rows) + others(rows)).rstrip("\n") + "\n"
 
 
 def main(argv=None) -> int:

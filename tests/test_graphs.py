@@ -53,9 +53,13 @@ def _no_capture_left_open():
     on a GPU, numba's pending frees are made before each case: numba frees memory in
     batches, and a batch that falls due inside a capture is refused there
     (cuMemFreeHost: CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, seen once on an H100 when
-    other tests had run in the same worker first)."""
+    other tests had run in the same worker first). numba queues an array's free in its
+    memory manager's queue, not the context's (numba-cuda 0.30's docstrings name the
+    context's, which holds streams and events): both are emptied."""
     if not streamlab.on_simulator():
-        cuda.current_context().deallocations.clear()
+        ctx = cuda.current_context()
+        ctx.memory_manager.deallocations.clear()
+        ctx.deallocations.clear()
     yield
     for builder in list(graphs._live):
         end_capture(builder)

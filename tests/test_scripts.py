@@ -893,3 +893,39 @@ def test_the_implicit_sync_page_measures_harriss_list_against_the_calls():
     assert "20.1 ms behind a blocking stream's kernel" in said[entry], said[entry]
     assert all("true here" in line for e, line in said.items() if e != entry), said
     assert "not measured in this run" in bench.page({"device": "GPU", "rows": []})
+    # the other sources: each named call is a case, and a source is "so" only where every
+    # call it names did what it says
+    assert {w for _, _, whats, _ in bench.OTHERS for w in whats} <= listed
+    memset = "memset, 64 MB, no stream (driver.device_memset)"
+    free_memset = [dict(free, what=memset, claim=bench.ORDERS_BLOCKING)]
+    text = bench.page({"device": "GPU", "rows": free_memset})
+    assert "synchronous (the host waits for it). **Not so here**: memset" in text, text
+    held = [dict(free_memset[0], host_ms=20.1, host_own_ms=20.1)]
+    assert "synchronous (the host waits for it). So here" in bench.page(
+        {"device": "GPU", "rows": held})
+
+
+def test_the_implicit_sync_page_is_what_its_latest_kept_run_gives():
+    """docs/implicit-sync.md is written by benchmarks/implicit_sync.py from the latest kept
+    GPU run (data/runs/*-implicit-sync-*.json, the last by name), against today's claims."""
+    kept = sorted((ROOT / "data" / "runs").glob("*-implicit-sync-*.json"))[-1]
+    assert _benchmark("implicit_sync").page(json.loads(kept.read_text())) == \
+        (ROOT / "docs" / "implicit-sync.md").read_text(), \
+        f"run benchmarks/implicit_sync.py --page {kept.relative_to(ROOT)} --out docs/implicit-sync.md"
+
+
+def test_a_kept_implicit_sync_run_is_read_against_todays_reference():
+    """--page writes a kept run's page again against the claims the reference makes today
+    (a claim mended after a run is checked against that run's figures), and a call that is
+    no longer a case keeps the claim it was run against."""
+    bench = _benchmark("implicit_sync")
+    pinned = "cuda.pinned_array, 64 MB (cuMemHostAlloc)"
+    today = {what: claim for what, _, _, claim in bench.cases()[0]}
+    measured = dict(idle_ms=42.0, hold_ms=146.0, host_ms=42.7, host_nonblocking_ms=40.6,
+                    host_own_ms=44.0, blocking_overlap=True, nonblocking_overlap=True)
+    kept = [dict(measured, what=pinned, claim=bench.EVERY),
+            dict(measured, what="a call since dropped", claim=bench.EVERY)]
+    assert [r["claim"] for r in bench.claimed(kept)] == [today[pinned], bench.EVERY]
+    assert [r["what"] for r in bench.failed_claims(kept)] == (
+        ["a call since dropped"] if today[pinned] == bench.ASYNC else
+        [pinned, "a call since dropped"])
