@@ -227,6 +227,9 @@ def learner_view(nb: dict, name: str = "") -> dict:
         if cell.get("cell_type") == "markdown" and "**Answer.**" in text and guess:
             meta = cell.setdefault("metadata", {})
             meta.setdefault("jupyter", {})["source_hidden"] = True
+            # a folded cell shows its first line: the title alone, nothing of the answer
+            # (markdown renders the line break as a space, so the answer reads the same)
+            cell["source"] = _title_alone(text).splitlines(keepends=True)
             guess = None
         elif i in answering:
             model = cell.get("metadata", {}).pop(MODEL_OUTPUTS_KEY, None)
@@ -319,6 +322,21 @@ def _show(outputs: list) -> None:
             print("".join(output.get("text", "")), end="")
         elif kind in ("display_data", "execute_result"):
             display(output.get("data", {}), raw=True, metadata=output.get("metadata", {}))
+
+
+def _title_alone(text: str) -> str:
+    """An answer's markdown with ``**Answer.**`` alone on its first line: JupyterLab shows
+    a folded cell's first line, and it must show nothing of the answer before the guess.
+
+    >>> _title_alone("**Answer.** Fast: 2 ms.")
+    '**Answer.**\\nFast: 2 ms.'
+    >>> _title_alone("Read this first. **Answer.** Fast.")
+    '**Answer.**\\nRead this first. Fast.'
+    """
+    before, _, after = text.partition("**Answer.**")
+    rest = " ".join(part.strip() for part in (before, after.lstrip(" ")) if part.strip()) \
+        if before.strip() else after.lstrip(" ")
+    return "**Answer.**\n" + rest
 
 
 def _split_answers_from_questions(cells: list) -> list:
