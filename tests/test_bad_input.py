@@ -252,6 +252,52 @@ def test_a_learners_function_with_other_parameters_is_told_so_not_blamed_on_the_
     assert "bug in the course" not in said, said
 
 
+@pytest.mark.parametrize("number, name, source, says, not_said", [
+    (1, "time_on", """
+def time_on(stream):
+    start, end = cuda.event(timing=False), cuda.event(timing=False)
+    start.record(stream)
+    streamlab.spin[1, 1, stream](SPIN_NS)
+    end.record(stream)
+    end.synchronize()
+    return start.elapsed_time(end)
+""", "an event made with cuda.event(timing=False) keeps no time. Make both with "
+     "cuda.event()", "another context"),
+    (1, "time_on", """
+def time_on(stream):
+    start, end = cuda.event(), cuda.event(timing=False)
+    start.record(stream)
+    streamlab.spin[1, 1, stream](SPIN_NS)
+    end.record(stream)
+    end.synchronize()
+    return cuda.event_elapsed_time(start, end)
+""", "an event made with cuda.event(timing=False) keeps no time", "another context"),
+    (2, "launch_on", """
+def launch_on(stream, d_x):
+    add_one[blocks_for(d_x), THREADS, stream](d_x)
+""", "blocks_for takes a number of elements, such as blocks_for(d_x.size), not the array",
+     "\n"),
+    (2, "launch_on", """
+def launch_on(stream, d_x):
+    add_one[blocks_for(d_x.size), THREADS, cuda.stream()](d_x)
+""", "Exercise 2: the stream you were given got 0 launches of 'add_one'", "stream 0"),
+])
+def test_a_natural_mistake_gets_advice_that_names_it(number, name, source, says, not_said):
+    """Issue 58's wrong advice, each kept with the message it should give: events made with
+    timing=False were told of "another context, or one already destroyed";
+    blocks_for(d_x) (the array, not its size) got numba's "launch configuration was not
+    specified" (over four lines: the message is one line now); and lesson 00's exercise 2
+    said "stream 0" for the learner's one stream, in a course that teaches stream 0 as the
+    legacy default stream."""
+    from test_exercises import run
+
+    with pytest.raises(check.CheckFailed) as e:
+        run("00", number, name, source)
+    said = str(e.value)
+    assert says in said and not_said not in said, said
+    assert "bug in the course" not in said, said
+
+
 def test_a_check_that_fails_in_its_own_code_under_a_tracer_says_so():
     """A check whose own code fails says it is a bug in the course; but with a trace
     function set (a debugger, or code that silenced check.fail with a tracer and put it

@@ -93,9 +93,11 @@ def one_launch_per_stream(ops: OpLog, kernel: str, streams) -> None:
     used = [op.stream.key() for op in launches]
     for i, key in enumerate(wanted):
         n = used.count(key)
-        if n != 1:
-            fail(f"stream {i} got {n} launches of '{kernel}'; each of the {len(wanted)} "
-                 f"streams should get exactly one")
+        if n != 1:  # (not "stream 0": the course keeps that name for the legacy default stream)
+            which = ("the stream you were given" if len(wanted) == 1 else
+                     f"stream number {i + 1} of the {len(wanted)} you were given")
+            fail(f"{which} got {n} launches of '{kernel}'; each stream you were given should "
+                 f"get exactly one")
     stray = [op for op in launches if op.stream.key() not in wanted]
     if stray:
         fail(f"kernel '{kernel}' was launched on {len(stray)} stream(s) you were not given: "
@@ -525,7 +527,7 @@ def _as_one_line(label: str, exc: BaseException, functions) -> BaseException:
     """The error a check shows for an exception that is not a check's verdict: the
     learner's code raised it (one line: what, where, and what to do), or the check's own
     code did (one line: a bug in the course, and how to report it)."""
-    what = f"{type(exc).__name__}: {exc}".strip()
+    what = " ".join(f"{type(exc).__name__}: {exc}".split())  # (one line: numba's span several)
     where = _learner_line(exc, functions)
     if where is None and sys.gettrace() is not None:  # (a tracer can make a check's
         # code skip or change lines: a silenced fail() ran on into a crash, issue 56)
@@ -552,8 +554,24 @@ def _as_one_line(label: str, exc: BaseException, functions) -> BaseException:
             f"{label}: the check itself failed ({what}). This is a bug in the course, not "
             f"in your code: please report it (the course's issue tracker, or your "
             f"teacher) with this line and your notebook")
-    hint = next((h for keys, h in HINTS if any(k in str(exc) for k in keys)),
-                "fix that line, then run the check again")
+    # the mistake it most likely is, by its message and the calls it went through (issue
+    # 58: an event made with timing=False was blamed on another context, and
+    # blocks_for(d_x) got numba's "launch configuration was not specified")
+    said, tb, calls = str(exc), exc.__traceback__, set()
+    while tb is not None:
+        calls.add(tb.tb_frame.f_code.co_name)
+        tb = tb.tb_next
+    if "CUDA_ERROR_INVALID_HANDLE" in said and calls & {"elapsed_time", "event_elapsed_time"}:
+        hint = ("elapsed_time reads two events that were made with timing on and recorded: "
+                "an event made with cuda.event(timing=False) keeps no time. Make both with "
+                "cuda.event() (timing is on by default) and record each in the stream")
+    elif "launch configuration was not specified" in said:
+        hint = ("a launch's blocks and threads must be whole numbers (or tuples of them), and "
+                "one of yours is not: blocks_for takes a number of elements, such as "
+                "blocks_for(d_x.size), not the array")
+    else:
+        hint = next((h for keys, h in HINTS if any(k in said for k in keys)),
+                    "fix that line, then run the check again")
     return CheckFailed(f"{label}: your code raised {what} (at {where}): {hint}")
 
 

@@ -10,7 +10,7 @@ WRONG = {
 def launch_on_streams(inputs, outputs, streams):
     for inp, out in zip(inputs, outputs):
         work[1, 64, streams[0]](out, inp, REPS)
-''', "check_part1", "stream 0 got 8 launches"),
+''', "check_part1", "stream number 1 of the 8 you were given got 8 launches"),
 
     "no stream: the legacy default stream": ("launch_on_streams", '''
 def launch_on_streams(inputs, outputs, streams):

@@ -55,7 +55,7 @@ def add_in_two_streams(counter, s0, s1):
     update_counter[1, 1, s0](counter, 20)
     s0.synchronize()
     return int(counter.copy_to_host()[0])
-''', "check_part3", "stream 0 got 2 launches"),
+''', "check_part3", "stream number 1 of the 2 you were given got 2 launches"),
 
     "two different events": ("produce_then_consume", '''
 def produce_then_consume(src, data, out, producer_stream, consumer_stream):

@@ -76,7 +76,7 @@ _WRONG = {
         "    cuda.synchronize()\n    for s, x in zip(streams, xs):\n        step_b"),
         "you synchronized the host"),
     "everything in the first stream": (2, RIGHT_PART2.replace("[1, 1, s]", "[1, 1, streams[0]]"),
-                                       "stream 0 got"),
+                                       "stream number 1 of the"),
     "B before A": (2, RIGHT_PART2.replace("step_a", "STEP").replace("step_b", "step_a")
                    .replace("STEP", "step_b"), "depth-first"),
     # (passed before: steps of no work end at once, so no order is slow)
