@@ -907,8 +907,8 @@ def test_the_implicit_sync_page_measures_harriss_list_against_the_calls():
 
 def test_the_implicit_sync_page_is_what_its_latest_kept_run_gives():
     """docs/implicit-sync.md is written by benchmarks/implicit_sync.py from the latest kept
-    GPU run (data/runs/*-implicit-sync-*.json, the last by name), against today's claims."""
-    kept = sorted((ROOT / "data" / "runs").glob("*-implicit-sync-*.json"))[-1]
+    GPU run (data/runs/implicit-sync/*.json, the last by name), against today's claims."""
+    kept = sorted((ROOT / "data" / "runs" / "implicit-sync").glob("*.json"))[-1]
     assert _benchmark("implicit_sync").page(json.loads(kept.read_text())) == \
         (ROOT / "docs" / "implicit-sync.md").read_text(), \
         f"run benchmarks/implicit_sync.py --page {kept.relative_to(ROOT)} --out docs/implicit-sync.md"

@@ -48,7 +48,8 @@
 # the span-cost benchmark and lesson 06, each with and without it, in this one call.
 # PART=implicit: which calls make the host wait and which order the streams
 # (benchmarks/implicit_sync.py; $OUT gets implicit-sync.txt, .json and .md, the page for
-# docs/implicit-sync.md). The whole pass (PART=all) and PART=t3 run it too: the
+# docs/implicit-sync.md: keep the JSON in data/runs/implicit-sync/, and write the page with
+# --page from it). The whole pass (PART=all) and PART=t3 run it too: the
 # reference's claims are checked on every GPU pass (a claim that fails: exit status 8).
 # The exit status says what went wrong, one bit each: 1 a test failed, 4 a notebook
 # failed, 8 a benchmark missed its stated target (the page says so at its top), 16 another
