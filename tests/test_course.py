@@ -238,6 +238,8 @@ def test_the_command_line_resets_a_lesson(tmp_path):
                          env=env, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     assert "the course's version is back; yours is kept in" in run.stdout
+    # an open tab keeps the old version, and its save would undo the reset (issue 58)
+    assert "File > Reload Notebook from Disk" in run.stdout, run.stdout
     assert (ws / "notebooks" / "00__start.ipynb").read_text() == '{"stub": 1}'
     bad = subprocess.run([sys.executable, "-m", "streamlab", "reset", "nope"], cwd=course,
                          env=env, capture_output=True, text=True)

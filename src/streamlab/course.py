@@ -201,6 +201,11 @@ def reset_main(argv: list[str]) -> int:
             print(f"streamlab: {name}: the course's version is back"
                   + (f"; yours is kept in {kept}" if kept else " (yours was the same)")
                   + ".")
+        # JupyterLab keeps an open notebook in its tab: its next save (its own, every few
+        # minutes, or Ctrl+S answered with Overwrite) would write the old version back
+        print("If it is open in JupyterLab, its tab still holds the old version: there, "
+              "choose File > Reload Notebook from Disk (or close the tab without saving) "
+              "before anything saves it.")
     except (CourseNotFound, workspace.WorkspaceError) as err:
         print(f"streamlab reset: {err}", file=sys.stderr)
         return 2
