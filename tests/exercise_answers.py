@@ -113,6 +113,34 @@ def join(d_a, d_b, d_out, s_a, s_b, s_out):
     add[blocks_for(d_out.size), THREADS, s_out](d_a, d_b, d_out)
 """,
     },
+    ("02", 3, "hand_over"): {
+        "solution": """
+def hand_over(d_x, d_y, s_work, s_read):
+    ready = cuda.event()
+    twice[blocks_for(d_x.size), THREADS, s_work](d_x, d_y)
+    ready.record(s_work)   # recorded in s_read, it marked nothing of s_work's work
+    ready.wait(s_read)
+    add_one[blocks_for(d_y.size), THREADS, s_read](d_y)
+""",
+        "a new event recorded in s_work, the given one left unused": """
+def hand_over(d_x, d_y, s_work, s_read):
+    ready = cuda.event()
+    twice[blocks_for(d_x.size), THREADS, s_work](d_x, d_y)
+    ready.record(s_read)
+    done = cuda.event()
+    done.record(s_work)
+    done.wait(s_read)
+    add_one[blocks_for(d_y.size), THREADS, s_read](d_y)
+""",
+        "an event without timing, made after the launch": """
+def hand_over(d_x, d_y, s_work, s_read):
+    twice[blocks_for(d_x.size), THREADS, s_work](d_x, d_y)
+    ready = cuda.event(timing=False)
+    ready.record(s_work)
+    ready.wait(s_read)
+    add_one[blocks_for(d_y.size), THREADS, s_read](d_y)
+""",
+    },
     ("02", 2, "copy_back"): {
         "solution": """
 def copy_back(d_x, h_x, stream):
@@ -395,6 +423,61 @@ def join(d_a, d_b, d_out, s_a, s_b, s_out):
     b_done.record(s_b)
     add[blocks_for(d_out.size), THREADS, s_out](d_a, d_b, d_out)
 """, "not been recorded yet"),
+    },
+    ("02", 3, "hand_over"): {
+        "the host waits instead": ("""
+def hand_over(d_x, d_y, s_work, s_read):
+    twice[blocks_for(d_x.size), THREADS, s_work](d_x, d_y)
+    s_work.synchronize()
+    add_one[blocks_for(d_y.size), THREADS, s_read](d_y)
+""", "you synchronized the host"),
+        "the wait dropped": ("""
+def hand_over(d_x, d_y, s_work, s_read):
+    ready = cuda.event()
+    twice[blocks_for(d_x.size), THREADS, s_work](d_x, d_y)
+    ready.record(s_work)
+    add_one[blocks_for(d_y.size), THREADS, s_read](d_y)
+""", "s_read never waits before add_one"),
+        "recorded in s_work, but before twice": ("""
+def hand_over(d_x, d_y, s_work, s_read):
+    ready = cuda.event()
+    ready.record(s_work)
+    twice[blocks_for(d_x.size), THREADS, s_work](d_x, d_y)
+    ready.wait(s_read)
+    add_one[blocks_for(d_y.size), THREADS, s_read](d_y)
+""", "before twice was launched"),
+        "the wait moved to s_work": ("""
+def hand_over(d_x, d_y, s_work, s_read):
+    ready = cuda.event()
+    twice[blocks_for(d_x.size), THREADS, s_work](d_x, d_y)
+    ready.record(s_work)
+    ready.wait(s_work)
+    add_one[blocks_for(d_y.size), THREADS, s_read](d_y)
+""", "s_read never waits before add_one"),
+        "the given mistake, with another event beside it": ("""
+def hand_over(d_x, d_y, s_work, s_read):
+    ready, also = cuda.event(), cuda.event()
+    twice[blocks_for(d_x.size), THREADS, s_work](d_x, d_y)
+    ready.record(s_read)
+    also.record(s_read)
+    ready.wait(s_read)
+    also.wait(s_read)
+    add_one[blocks_for(d_y.size), THREADS, s_read](d_y)
+""", "another stream than s_work"),
+        "both kernels in s_work": ("""
+def hand_over(d_x, d_y, s_work, s_read):
+    twice[blocks_for(d_x.size), THREADS, s_work](d_x, d_y)
+    add_one[blocks_for(d_y.size), THREADS, s_work](d_y)
+""", "got 0 launches of 'add_one'"),
+        "the whole device waited for at the end": ("""
+def hand_over(d_x, d_y, s_work, s_read):
+    ready = cuda.event()
+    twice[blocks_for(d_x.size), THREADS, s_work](d_x, d_y)
+    ready.record(s_read)
+    ready.wait(s_read)
+    add_one[blocks_for(d_y.size), THREADS, s_read](d_y)
+    cuda.synchronize()
+""", "you synchronized the host"),
     },
     ("02", 2, "copy_back"): {
         "no wait": ("""

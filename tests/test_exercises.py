@@ -168,3 +168,54 @@ def test_an_error_in_a_learners_callable_object_is_theirs_not_the_courses():
     for answer in (Launch(), lambda stream, d_x: 1 / 0):
         with pytest.raises(CheckFailed, match=r"Exercise 2: your code raised \w+Error.*at line"):
             check_exercise2(answer)
+
+
+def test_a_diagnose_exercise_shows_what_goes_wrong_in_the_program_as_given(capsys,
+                                                                         monkeypatch):
+    """Lesson 02's exercise 3 gives a program with a mistake (issue 58: diagnose). As given
+    (whatever its comments and blank lines), the check says what goes wrong in it, the
+    race, by its streams' names and lines, without the race check's advice on the fix,
+    and the cell runs on, as an unwritten stub's does; a grader counts it not done. Any
+    change to its code makes it the learner's own, judged as any answer."""
+    from streamlab import check
+    from streamlab.exercises.lesson02 import GIVEN3
+
+    run("02", 3, "hand_over", GIVEN3)
+    said = capsys.readouterr().out
+    assert said.startswith("Exercise 3: not done yet: this is the program as given, and "
+                           "what goes wrong in it: kernel add_one in s_read"), said
+    assert "twice in s_work" in said and "nothing orders the two" in said, said
+    assert "record it in" not in said and "Exercise 3: passed" not in said, said
+    commented = GIVEN3.replace("    ready.record(s_read)\n",
+                               "    # the event, recorded\n\n    ready.record(s_read)  # here\n")
+    run("02", 3, "hand_over", commented)
+    assert "this is the program as given" in capsys.readouterr().out
+    monkeypatch.setattr(check, "GRADING", True)
+    with pytest.raises(check.NotDoneYet, match="this is the program as given"):
+        run("02", 3, "hand_over", GIVEN3)
+    monkeypatch.setattr(check, "GRADING", False)
+    changed = GIVEN3.replace("    ready.wait(s_read)\n", "    ready.wait(s_read)\n    pass\n")
+    with pytest.raises(CheckFailed, match="another stream than s_work"):
+        run("02", 3, "hand_over", changed)
+
+
+def test_the_program_as_given_is_the_learners_copy_and_its_solution_fixes_it():
+    """The learner's copy of lesson 02 holds the program as given, as the exercise module
+    has it (scripts/course/make_lessons.py writes it there), and the solved copy's
+    function has the same name and parameters."""
+    import ast
+    import json
+
+    from streamlab.exercises.lesson02 import GIVEN3
+
+    root = Path(__file__).resolve().parent.parent
+    for name, want in (("02__events__producer_consumer.ipynb", GIVEN3.rstrip("\n")),
+                       ("02__events__producer_consumer__SOLUTION.ipynb", None)):
+        nb = json.loads((root / "notebooks" / name).read_text())
+        cell = next("".join(c["source"]) for c in nb["cells"]
+                    if "check_exercise3(" in "".join(c["source"]))
+        if want is not None:
+            assert want in cell, cell
+        defs = [n for n in ast.parse(cell).body if isinstance(n, ast.FunctionDef)]
+        assert [(d.name, [a.arg for a in d.args.args]) for d in defs] == \
+            [("hand_over", ["d_x", "d_y", "s_work", "s_read"])], cell

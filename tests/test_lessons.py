@@ -69,18 +69,24 @@ def test_an_exercise_is_a_stub_and_a_one_line_check(path, i):
     lines = [ln for ln in src.splitlines() if ln.strip()]
     assert lines[-1] == f"check_exercise{i + 1}({lines[-1].split('(', 1)[1]}", \
         f"the cell must end with its one-line check, check_exercise{i + 1}(...)"
-    assert "raise NotImplementedError(" in src and "your code here (about" in src
+    # a stub to write, or (a diagnose exercise) the program as given, to fix
+    assert ("raise NotImplementedError(" in src and "your code here (about" in src) or \
+        make_lessons.GIVEN_NOTE in src, src
 
 
 @pytest.mark.parametrize("path, i", exercise_cells())
 def test_an_unsolved_exercise_runs_alone_and_says_not_done_yet(path, i):
     """The cell imports what it needs itself, so the learner's copy runs to the end with
     every exercise unsolved."""
+    import linecache
+
     namespace = {}
     out = io.StringIO()
+    src, filename = source(cells(path, "exercise")[i]), f"{path.name}:exercise{i + 1}"
+    # as IPython keeps a cell's source, which a diagnose exercise's check reads
+    linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
     with contextlib.redirect_stdout(out):
-        exec(compile(source(cells(path, "exercise")[i]), f"{path.name}:exercise{i + 1}",
-                     "exec"), namespace)
+        exec(compile(src, filename, "exec"), namespace)
     assert f"Exercise {i + 1}: not done yet" in out.getvalue()
 
 
@@ -90,8 +96,17 @@ def test_no_other_cell_needs_an_exercise_answer(path):
     """The lesson goes on the same whether or not an exercise is solved: no lesson cell
     uses a name an exercise cell defines or assigns, and no later lesson cell uses a name
     it imports (the import would change what the lesson's own name of that spelling
-    means from there on)."""
+    means from there on), unless the lesson imports that name from the same module
+    itself (``from numba import cuda``, which a diagnose exercise's program as given
+    needs when its cell runs alone)."""
     all_cells = cells(path)
+    own = set()  # (module, name, as): the lesson's own imports, outside its exercises
+    for cell in all_cells:
+        if cell["cell_type"] == "code" and "exercise" not in cell.get("metadata", {}).get(
+                "tags", []):
+            src = TransformerManager().transform_cell(source(cell))
+            own |= {(top.module, a.name, a.asname) for top in ast.parse(src).body
+                    if isinstance(top, ast.ImportFrom) for a in top.names}
     defined, imported = set(), {}  # imported: name -> index of the first cell importing it
     for at, cell in enumerate(all_cells):
         if "exercise" not in cell.get("metadata", {}).get("tags", []):
@@ -101,6 +116,9 @@ def test_no_other_cell_needs_an_exercise_answer(path):
                 defined.add(top.name)
             elif isinstance(top, (ast.Import, ast.ImportFrom)):
                 for alias in top.names:
+                    if isinstance(top, ast.ImportFrom) and \
+                            (top.module, alias.name, alias.asname) in own:
+                        continue  # the lesson's own name, bound to the same object
                     imported.setdefault((alias.asname or alias.name).split(".")[0], at)
             else:
                 defined |= {n.id for n in ast.walk(top)

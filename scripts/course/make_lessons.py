@@ -51,12 +51,40 @@ def tags(cell) -> list[str]:
     return cell.get("metadata", {}).get("tags", [])
 
 
+#: a diagnose exercise's solved cell names the program its learner's copy holds instead
+GIVEN = re.compile(r"#\s*\(the learner's copy holds the program as given: "
+                   r"streamlab\.exercises\.(\w+)\.(\w+)\)")
+GIVEN_NOTE = "# the program as given: run this cell, find what goes wrong, and fix it"
+
+
+def given_program(module: str, name: str, where: str) -> str:
+    """The program as given of a diagnose exercise: the string ``name`` that
+    ``src/streamlab/exercises/<module>.py`` assigns (read, not imported)."""
+    import ast
+
+    path = ROOT / "src" / "streamlab" / "exercises" / f"{module}.py"
+    if not path.exists():
+        raise LessonError(f"{where}: no exercise module {path.relative_to(ROOT)}")
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] \
+                == [name]:
+            value = ast.literal_eval(node.value)
+            if isinstance(value, str):
+                return value
+    raise LessonError(f"{where}: {path.relative_to(ROOT)} assigns no string {name}")
+
+
 def stub(source: str, where: str) -> str:
-    """The exercise cell's source with its answer replaced by a stub."""
+    """The exercise cell's source with its answer replaced by a stub; in a diagnose
+    exercise's (a line names its program as given), the function replaced by that
+    program, with its mistake in it."""
     number = re.search(r"check_exercise(\d+)\(", source)
     if not number:
         raise LessonError(f"{where}: an exercise cell must end with its check, "
                           f"check_exerciseN(function)")
+    given = GIVEN.search(source)
+    if given:
+        return _with_given(source, given_program(*given.groups(), where), where)
     lines, out, i = source.split("\n"), [], 0
     found = False
     while i < len(lines):
@@ -84,6 +112,21 @@ def stub(source: str, where: str) -> str:
         raise LessonError(f"{where}: an exercise cell with no {BEGIN} ... {END} around its "
                           f"answer")
     return "\n".join(out)
+
+
+def _with_given(source: str, program: str, where: str) -> str:
+    """A diagnose exercise's cell: its lines before the function (the line that names the
+    program left out), the program as given in place of the function, and its lines after
+    the answer's end."""
+    lines = [ln for ln in source.split("\n") if not GIVEN.search(ln)]
+    try:
+        first = next(i for i, ln in enumerate(lines) if ln.startswith("def "))
+        end = next(i for i, ln in enumerate(lines) if ln.strip() == END)
+    except StopIteration:
+        raise LessonError(f"{where}: a diagnose exercise needs its function (def ...) and "
+                          f"{END} after its answer") from None
+    return "\n".join(lines[:first] + [GIVEN_NOTE] + program.rstrip("\n").split("\n")
+                     + lines[end + 1:])
 
 
 def learner_copy(solved: dict, name: str) -> dict:

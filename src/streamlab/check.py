@@ -554,21 +554,16 @@ def _as_one_line(label: str, exc: BaseException, functions) -> BaseException:
             f"{label}: the check itself failed ({what}). This is a bug in the course, not "
             f"in your code: please report it (the course's issue tracker, or your "
             f"teacher) with this line and your notebook")
-    # the mistake it most likely is, by its message and the calls it went through (issue
-    # 58: an event made with timing=False was blamed on another context, and
-    # blocks_for(d_x) got numba's "launch configuration was not specified")
+    # the mistake it most likely is, by its message and the calls it went through (58)
     said, tb, calls = str(exc), exc.__traceback__, set()
     while tb is not None:
-        calls.add(tb.tb_frame.f_code.co_name)
-        tb = tb.tb_next
+        calls, tb = calls | {tb.tb_frame.f_code.co_name}, tb.tb_next
     if "CUDA_ERROR_INVALID_HANDLE" in said and calls & {"elapsed_time", "event_elapsed_time"}:
-        hint = ("elapsed_time reads two events that were made with timing on and recorded: "
-                "an event made with cuda.event(timing=False) keeps no time. Make both with "
+        hint = ("an event made with cuda.event(timing=False) keeps no time. Make both with "
                 "cuda.event() (timing is on by default) and record each in the stream")
     elif "launch configuration was not specified" in said:
-        hint = ("a launch's blocks and threads must be whole numbers (or tuples of them), and "
-                "one of yours is not: blocks_for takes a number of elements, such as "
-                "blocks_for(d_x.size), not the array")
+        hint = ("a launch's blocks and threads must be whole numbers: blocks_for takes a "
+                "number of elements, such as blocks_for(d_x.size), not the array")
     else:
         hint = next((h for keys, h in HINTS if any(k in said for k in keys)),
                     "fix that line, then run the check again")

@@ -1,5 +1,6 @@
 """Lesson 02's exercises: a consumer that waits for two producers; reading a copy on the
-host once its event has happened."""
+host once its event has happened; and a hand-over between two streams, given with a
+mistake in it, to diagnose and fix."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ from .. import check
 from ..ops import internal
 from ..runner import Inputs, run
 from ..watched import watch
-from . import BUSY_NS, N, THREADS, blocks_for, exercise_check, fill, fresh, once_in
+from . import BUSY_NS, N, THREADS, add_one, blocks_for, exercise_check, fill, fresh, once_in
+from .given import diagnose
 
-__all__ = ["fill", "add", "blocks_for", "THREADS", "check_exercise1", "check_exercise2"]
+__all__ = ["fill", "add", "twice", "add_one", "blocks_for", "THREADS", "check_exercise1",
+           "check_exercise2", "check_exercise3"]
 
 
 @cuda.jit
@@ -110,3 +113,76 @@ def check_exercise2(copy_back, *, seed=None):
     the work already there), and return once that copy has landed, without waiting for
     other streams' work (an event recorded after the copy, or the stream itself)."""
     run(EXERCISE2, copy_back, seed=seed)
+
+
+@cuda.jit
+def twice(x, y):
+    """y[i] = 2 * x[i], one thread an element."""
+    i = cuda.grid(1)
+    if i < y.size:
+        y[i] = 2 * x[i]
+
+
+#: exercise 3's program as given, with its mistake (the learner's copy holds it, written
+#: there by scripts/course/make_lessons.py; the check tells it from the learner's own)
+GIVEN3 = '''def hand_over(d_x, d_y, s_work, s_read):
+    """d_y = 2 * d_x in s_work, then d_y += 1 in s_read once that is done, ordered by an
+    event: the host does not wait. On a GPU its results are wrong now and then."""
+    ready = cuda.event()
+    twice[blocks_for(d_x.size), THREADS, s_work](d_x, d_y)
+    ready.record(s_read)
+    ready.wait(s_read)
+    add_one[blocks_for(d_y.size), THREADS, s_read](d_y)
+'''
+
+
+def _hand_over_inputs(*, seed):
+    h, d_x = fresh(seed)
+    d_y = cuda.device_array(N, np.float32)
+    s_work, s_read = cuda.stream(), cuda.stream()
+    return Inputs(lambda hand_over: hand_over(d_x, d_y, s_work, s_read),
+                  {"s_work": s_work, "s_read": s_read}, {"d_y": d_y},
+                  busy=((s_work, BUSY_NS),),  # the producer's stream is busy first
+                  expected={"d_y": (2 * h + 1, "d_y")})
+
+
+def _hand_over_launches(run, order, *, seed):
+    """Each kernel once, in its own stream, and the host never waits: what the program
+    as given does right, so that its symptom is the race."""
+    check.no_host_sync(run.ops, "hand_over")
+    check.one_launch_per_stream(run.ops, "twice", [run.stream("s_work")])
+    check.one_launch_per_stream(run.ops, "add_one", [run.stream("s_read")])
+
+
+def _hand_over_rules(run, order, *, seed):
+    _hand_over_launches(run, order, seed=seed)
+    ops = run.ops
+    producer, consumer = ops.launches("twice")[0], ops.launches("add_one")[0]
+    if order.ordered(producer, consumer):
+        return
+    waits = [w for w in ops.waits() if w.stream.key() == consumer.stream.key()
+             and w.index < consumer.index]
+    if not waits:
+        check.fail("s_read never waits before add_one: make it wait on an event that marks "
+                   "the end of twice")
+    recorded = [ops.recorded_before(w) for w in waits]
+    if all(r is None for r in recorded):
+        check.fail("s_read waits on an event that had not been recorded yet: record "
+                   "first, then wait")
+    if not [r for r in recorded if r is not None and r.stream.key() == producer.stream.key()]:
+        check.fail("s_read waits on an event recorded in another stream than s_work, where "
+                   "twice runs: an event marks a point in the stream it is recorded in")
+    check.fail("s_read waits on an event recorded in s_work before twice was launched: "
+               "record it after the launch")
+
+
+EXERCISE3 = exercise_check(3, _hand_over_inputs, _hand_over_rules, named_races=True)
+#: the program as given, judged for its symptom: its launches are right, so the race shows
+SYMPTOM3 = exercise_check(3, _hand_over_inputs, _hand_over_launches, named_races=True)
+
+
+def check_exercise3(hand_over, *, seed=None):
+    """``hand_over(d_x, d_y, s_work, s_read)``: d_y = 2 * d_x in s_work, then d_y += 1 in
+    s_read once that is done, ordered by an event, the host not waiting. Given with a
+    mistake: while it is the program as given, the check shows what goes wrong in it."""
+    diagnose(EXERCISE3, SYMPTOM3, hand_over, GIVEN3, seed=seed)
