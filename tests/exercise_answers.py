@@ -184,6 +184,35 @@ def wait_for_all(producer_events, stream):
         event.wait(stream)
 """,
     },
+    ("03", 3, "rendezvous"): {
+        "solution": """
+def rendezvous(producer_events, r_stream, consumer_streams):
+    barrier = cuda.event()
+    for event in producer_events:
+        event.wait(r_stream)
+    barrier.record(r_stream)   # after the waits: recorded before them, it marked nothing
+    for stream in consumer_streams:
+        barrier.wait(stream)
+""",
+        "the barrier made after the waits, without timing": """
+def rendezvous(producer_events, r_stream, consumer_streams):
+    for event in producer_events:
+        event.wait(r_stream)
+    barrier = cuda.event(timing=False)
+    barrier.record(r_stream)
+    for stream in reversed(consumer_streams):
+        barrier.wait(stream)
+""",
+        "a barrier for each consumer, all after the waits": """
+def rendezvous(producer_events, r_stream, consumer_streams):
+    for event in producer_events:
+        event.wait(r_stream)
+    for stream in consumer_streams:
+        mine = cuda.event()
+        mine.record(r_stream)
+        mine.wait(stream)
+""",
+    },
     ("03", 2, "wait_for_own"): {
         "solution": """
 def wait_for_own(producer_events, consumer_streams):
@@ -526,6 +555,55 @@ def wait_for_all(producer_events, stream):
     for event in producer_events:
         event.wait(other)
 """, "never waits for producer 0"),
+    },
+    ("03", 3, "rendezvous"): {
+        "every consumer waits for every producer": ("""
+def rendezvous(producer_events, r_stream, consumer_streams):
+    for stream in consumer_streams:
+        for event in producer_events:
+            event.wait(stream)
+""", "m + n = 6 are enough"),
+        "the host waits instead": ("""
+def rendezvous(producer_events, r_stream, consumer_streams):
+    for event in producer_events:
+        event.synchronize()
+""", "you synchronized the host"),
+        "the barrier recorded in a consumer stream": ("""
+def rendezvous(producer_events, r_stream, consumer_streams):
+    barrier = cuda.event()
+    for event in producer_events:
+        event.wait(r_stream)
+    barrier.record(consumer_streams[0])
+    for stream in consumer_streams:
+        barrier.wait(stream)
+""", "recorded in another stream than r_stream"),
+        "the barrier recorded after the consumers wait": ("""
+def rendezvous(producer_events, r_stream, consumer_streams):
+    barrier = cuda.event()
+    for event in producer_events:
+        event.wait(r_stream)
+    for stream in consumer_streams:
+        barrier.wait(stream)
+    barrier.record(r_stream)
+""", "had not been recorded yet"),
+        "r_stream waits for the first producer only": ("""
+def rendezvous(producer_events, r_stream, consumer_streams):
+    barrier = cuda.event()
+    producer_events[0].wait(r_stream)
+    barrier.record(r_stream)
+    for stream in consumer_streams:
+        barrier.wait(stream)
+""", "r_stream waits for 1 of the 4 producers"),
+        "the given mistake, with the last wait moved": ("""
+def rendezvous(producer_events, r_stream, consumer_streams):
+    barrier = cuda.event()
+    for event in producer_events[:-1]:
+        event.wait(r_stream)
+    barrier.record(r_stream)
+    producer_events[-1].wait(r_stream)
+    for stream in consumer_streams:
+        barrier.wait(stream)
+""", "before r_stream waits for every producer"),
     },
     ("03", 2, "wait_for_own"): {
         "every consumer waits for every producer": ("""

@@ -199,23 +199,33 @@ def test_a_diagnose_exercise_shows_what_goes_wrong_in_the_program_as_given(capsy
         run("02", 3, "hand_over", changed)
 
 
-def test_the_program_as_given_is_the_learners_copy_and_its_solution_fixes_it():
-    """The learner's copy of lesson 02 holds the program as given, as the exercise module
-    has it (scripts/course/make_lessons.py writes it there), and the solved copy's
-    function has the same name and parameters."""
+@pytest.mark.parametrize("lesson, name, params", [
+    ("02__events__producer_consumer", "hand_over", ["d_x", "d_y", "s_work", "s_read"]),
+    ("03__rendezvous_stream__producers_consumers", "rendezvous",
+     ["producer_events", "r_stream", "consumer_streams"])])
+def test_the_program_as_given_is_the_learners_copy_and_its_solution_fixes_it(lesson, name,
+                                                                             params):
+    """Each diagnose exercise's learner's copy holds the program as given, as the exercise
+    module has it (scripts/course/make_lessons.py writes it there), and the solved copy's
+    function has the same name and parameters; as given, its check says not done yet."""
     import ast
+    import contextlib
+    import io
     import json
 
-    from streamlab.exercises.lesson02 import GIVEN3
-
+    given = importlib.import_module(f"streamlab.exercises.lesson{lesson[:2]}").GIVEN3
     root = Path(__file__).resolve().parent.parent
-    for name, want in (("02__events__producer_consumer.ipynb", GIVEN3.rstrip("\n")),
-                       ("02__events__producer_consumer__SOLUTION.ipynb", None)):
-        nb = json.loads((root / "notebooks" / name).read_text())
+    for copy, want in ((f"{lesson}.ipynb", given.rstrip("\n")),
+                       (f"{lesson}__SOLUTION.ipynb", None)):
+        nb = json.loads((root / "notebooks" / copy).read_text())
         cell = next("".join(c["source"]) for c in nb["cells"]
                     if "check_exercise3(" in "".join(c["source"]))
         if want is not None:
             assert want in cell, cell
         defs = [n for n in ast.parse(cell).body if isinstance(n, ast.FunctionDef)]
-        assert [(d.name, [a.arg for a in d.args.args]) for d in defs] == \
-            [("hand_over", ["d_x", "d_y", "s_work", "s_read"])], cell
+        assert [(d.name, [a.arg for a in d.args.args]) for d in defs] == [(name, params)]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        run(lesson[:2], 3, name, given)
+    assert out.getvalue().startswith("Exercise 3: not done yet: this is the program as "
+                                     "given, and what goes wrong in it: "), out.getvalue()

@@ -284,14 +284,15 @@ def test_the_package_keeps_no_more_state_or_code_than_today():
     timing=False, blocks_for given the array) where it named another, and says "the
     stream you were given" where it said "stream 0" (issue 58); 11,878 once lesson 02
     gained a diagnose exercise (issue 58: its program as given, its checks, and
-    exercises/given.py, which tells the program as given from the learner's own).
+    exercises/given.py, which tells the program as given from the learner's own); 11,947
+    once lesson 03 gained one too (a rendezvous whose barrier is recorded too early).
     The issue asks fewer than
     before its work, 10,699
     by this measure. Mutable module-level objects: 65 once the simulator's three slots for
     the launch running now became one record (the launch watch's list is one more)."""
     shape = _shape()
     assert len(shape["mutable"]) <= 65, shape["mutable"]
-    assert shape["code_lines"] <= 11_878, shape["code_lines"]
+    assert shape["code_lines"] <= 11_947, shape["code_lines"]
 
 
 def test_the_shape_measures_find_what_they_count(tmp_path, monkeypatch):

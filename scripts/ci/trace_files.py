@@ -51,11 +51,12 @@ PACKAGE = str(Path(streamlab.__file__).parent) + os.sep
 #: a check's per-stream spans begin at the stream's own first launch, not the block's, and
 #: every launch passes the launch watch: issue 56's answer that sleeps between launches);
 #: 2,931 once lesson 02 gained a diagnose exercise (issue 58), whose verdict on its kept
-#: right answer enters 146 (the sum counts each exercise's own: 23 verdicts now),
+#: right answer enters 146 (the sum counts each exercise's own: 23 verdicts now); 3,077
+#: once lesson 03 gained one too (144; 24 verdicts),
 #: rounded up a little, as a path that depends on timing (a query that finds the work not done yet) may
 #: enter a function more or less. A change may lower them, and must not raise them
 LIMITS = {"one span becomes a bar": 102, "an exercise's verdict": 117,
-          "every kept right answer's verdict, summed": 2931}
+          "every kept right answer's verdict, summed": 3077}
 #: issue 55's targets, not met yet: 40 for a span, 1,400 for the kept answers' verdicts
 TARGETS = {"one span becomes a bar": 40, "every kept right answer's verdict, summed": 1400}
 

@@ -1,5 +1,6 @@
 """Lesson 03's exercises: a consumer stream that waits for every producer (the post's
-m x n waits); consumers that need only their own producer."""
+m x n waits); consumers that need only their own producer; and a rendezvous given with a
+mistake in it, to diagnose and fix."""
 
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ from .. import check
 from ..ops import internal
 from ..runner import Inputs, run
 from . import BUSY_NS, N, THREADS, blocks_for, exercise_check
+from .given import diagnose
 
-__all__ = ["check_exercise1", "check_exercise2"]
+__all__ = ["check_exercise1", "check_exercise2", "check_exercise3"]
 
 
 @cuda.jit
@@ -120,3 +122,99 @@ def check_exercise2(wait_for_own, *, n=4):
     """``wait_for_own(producer_events, consumer_streams)``: consumer i reads only the part
     producer i wrote, so its stream waits for that one event: n waits, not n x n."""
     run(EXERCISE2, wait_for_own, n=n)
+
+
+#: exercise 3's program as given, with its mistake (the learner's copy holds it, written
+#: there by scripts/course/make_lessons.py; the check tells it from the learner's own)
+GIVEN3 = '''def rendezvous(producer_events, r_stream, consumer_streams):
+    """Every consumer stream waits for every producer, through r_stream: r_stream waits
+    for each producer's event, and each consumer stream for one barrier event recorded
+    in r_stream (m + n waits). Its consumers read unfinished parts now and then."""
+    barrier = cuda.event()
+    barrier.record(r_stream)
+    for event in producer_events:
+        event.wait(r_stream)
+    for stream in consumer_streams:
+        barrier.wait(stream)
+'''
+
+
+def _rendezvous_inputs(*, m, n):
+    buffer = cuda.to_device(np.zeros(m * n * (N // (m * n)), np.int32))
+    r_stream, c_streams = cuda.stream(), [cuda.stream() for _ in range(n)]
+
+    def call(rendezvous):
+        _, events, _ = _producers(m, buffer)
+        rendezvous(list(events), r_stream, list(c_streams))
+        part = buffer.size // n
+        with internal():
+            for i, s in enumerate(c_streams):
+                consume[blocks_for(part), THREADS, s](buffer, i * part, part)
+
+    return Inputs(call, {"r_stream": r_stream, **{f"consumer_streams[{i}]": s
+                                                  for i, s in enumerate(c_streams)}},
+                  {"buffer": buffer}, expected=_tenfold(buffer))
+
+
+def _rendezvous_unordered(run, order, *, m, n):
+    """The basics (the host free, no launches, m + n waits at most), and each consumer's
+    producers, as (consumer i, producer j) pairs that nothing orders: consumer i reads the
+    parts of the producers j that wrote its part of the buffer."""
+    ops = run.ops
+    check.no_host_sync(ops, "rendezvous")
+    if ops.launches():
+        check.fail("rendezvous only waits: the check launches the producers and the "
+                   "consumers itself")
+    if len(ops.waits()) > m + n:
+        check.fail(f"{len(ops.waits())} waits: through r_stream, m + n = {m + n} are enough "
+                   f"(r_stream waits for each of the {m} producers, each of the {n} "
+                   f"consumer streams for one barrier)")
+    producers = [op for op in ops if op.kind == "launch" and op.name == "produce"]
+    consumers = [op for op in ops if op.kind == "launch" and op.name == "consume"]
+    return [(i, j) for i, c in enumerate(consumers) for j, p in enumerate(producers)
+            if j * n // m == i and not order.ordered(p, c)] + \
+        [(i, j) for i, c in enumerate(consumers) for j, p in enumerate(producers)
+         if j * n // m != i and not order.ordered(p, c)]
+
+
+def _rendezvous_symptom(run, order, *, m, n):
+    unordered = _rendezvous_unordered(run, order, m=m, n=n)
+    if unordered:
+        i, j = unordered[0]
+        check.fail(f"the consumer in consumer_streams[{i}] can run before producer {j} has "
+                   f"finished: nothing orders them")
+
+
+def _rendezvous_rules(run, order, *, m, n):
+    if not _rendezvous_unordered(run, order, m=m, n=n):
+        return
+    ops = run.ops
+    r_key = run.key("r_stream")
+    r_waits = [w for w in ops.waits() if w.stream.key() == r_key]
+    if len(r_waits) < m:
+        check.fail(f"r_stream waits for {len(r_waits)} of the {m} producers: make it wait "
+                   f"on each producer's event, event.wait(r_stream)")
+    barriers = [ops.recorded_before(w) for w in ops.waits() if w.stream.key() != r_key]
+    if any(b is None for b in barriers):
+        check.fail("a consumer stream waits on an event that had not been recorded yet: "
+                   "record the barrier first, then make the consumers wait")
+    if any(b.stream.key() != r_key for b in barriers):
+        check.fail("a consumer stream waits on an event recorded in another stream than "
+                   "r_stream: record the barrier in r_stream")
+    if any(b.index < max(w.index for w in r_waits) for b in barriers):
+        check.fail("the barrier is recorded in r_stream before r_stream waits for every "
+                   "producer, so it marks none of their work: record it after the waits")
+    check.fail("a consumer stream is not ordered after every producer: make each wait on "
+               "the barrier recorded in r_stream after r_stream's waits")
+
+
+EXERCISE3 = exercise_check(3, _rendezvous_inputs, _rendezvous_rules)
+#: the program as given, judged for its symptom: a consumer unordered with a producer
+SYMPTOM3 = exercise_check(3, _rendezvous_inputs, _rendezvous_symptom)
+
+
+def check_exercise3(rendezvous, *, m=4, n=2):
+    """``rendezvous(producer_events, r_stream, consumer_streams)``: every consumer stream
+    waits for every producer, through r_stream (m + n waits). Given with a mistake: while
+    it is the program as given, the check shows what goes wrong in it."""
+    diagnose(EXERCISE3, SYMPTOM3, rendezvous, GIVEN3, m=m, n=n)
