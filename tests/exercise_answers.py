@@ -498,6 +498,20 @@ def hand_over(d_x, d_y, s_work, s_read):
     twice[blocks_for(d_x.size), THREADS, s_work](d_x, d_y)
     add_one[blocks_for(d_y.size), THREADS, s_work](d_y)
 """, "got 0 launches of 'add_one'"),
+        "the record given no stream": ("""
+def hand_over(d_x, d_y, s_work, s_read):
+    ready = cuda.event()
+    twice[blocks_for(d_x.size), THREADS, s_work](d_x, d_y)
+    ready.record()
+    ready.wait(s_read)
+    add_one[blocks_for(d_y.size), THREADS, s_read](d_y)
+""", "in the legacy default stream"),
+        "no event: a launch with no stream between the two": ("""
+def hand_over(d_x, d_y, s_work, s_read):
+    twice[blocks_for(d_x.size), THREADS, s_work](d_x, d_y)
+    fill[1, 1](d_x[:0], 0.0)  # nothing to fill: a launch that only orders
+    add_one[blocks_for(d_y.size), THREADS, s_read](d_y)
+""", "legacy default stream"),
         "the whole device waited for at the end": ("""
 def hand_over(d_x, d_y, s_work, s_read):
     ready = cuda.event()
@@ -603,7 +617,35 @@ def rendezvous(producer_events, r_stream, consumer_streams):
     producer_events[-1].wait(r_stream)
     for stream in consumer_streams:
         barrier.wait(stream)
-""", "before r_stream waits for every producer"),
+""", "before r_stream has waited for every producer"),
+        "the record given no stream (still before the waits)": ("""
+def rendezvous(producer_events, r_stream, consumer_streams):
+    barrier = cuda.event()
+    barrier.record()
+    for event in producer_events:
+        event.wait(r_stream)
+    for stream in consumer_streams:
+        barrier.wait(stream)
+""", "in the legacy default stream"),
+        "r_stream left out: the barrier in the first consumer stream": ("""
+def rendezvous(producer_events, r_stream, consumer_streams):
+    first = consumer_streams[0]
+    for event in producer_events:
+        event.wait(first)
+    barrier = cuda.event()
+    barrier.record(first)
+    for stream in consumer_streams[1:]:
+        barrier.wait(stream)
+""", "r_stream waits for 0 of the 4 producers"),
+        "r_stream waits for the first producer four times": ("""
+def rendezvous(producer_events, r_stream, consumer_streams):
+    for event in producer_events:
+        producer_events[0].wait(r_stream)
+    barrier = cuda.event()
+    barrier.record(r_stream)
+    for stream in consumer_streams:
+        barrier.wait(stream)
+""", "r_stream waits for 1 of the 4 producers"),
     },
     ("03", 2, "wait_for_own"): {
         "every consumer waits for every producer": ("""

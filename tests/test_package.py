@@ -285,14 +285,18 @@ def test_the_package_keeps_no_more_state_or_code_than_today():
     stream you were given" where it said "stream 0" (issue 58); 11,878 once lesson 02
     gained a diagnose exercise (issue 58: its program as given, its checks, and
     exercises/given.py, which tells the program as given from the learner's own); 11,947
-    once lesson 03 gained one too (a rendezvous whose barrier is recorded too early).
+    once lesson 03 gained one too (a rendezvous whose barrier is recorded too early);
+    11,987 once an attack on both found holes, mended: an order made by the legacy default
+    stream passed (a record given no stream), r_stream could be left out, an edit that
+    changes nothing was judged as a fix, and a cell run under %%time was not the program
+    as given.
     The issue asks fewer than
     before its work, 10,699
     by this measure. Mutable module-level objects: 65 once the simulator's three slots for
     the launch running now became one record (the launch watch's list is one more)."""
     shape = _shape()
     assert len(shape["mutable"]) <= 65, shape["mutable"]
-    assert shape["code_lines"] <= 11_947, shape["code_lines"]
+    assert shape["code_lines"] <= 11_987, shape["code_lines"]
 
 
 def test_the_shape_measures_find_what_they_count(tmp_path, monkeypatch):

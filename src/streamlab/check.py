@@ -79,8 +79,9 @@ def _keys(streams):
     return [StreamRef.of(s).key() for s in streams]
 
 
-def one_launch_per_stream(ops: OpLog, kernel: str, streams) -> None:
-    """``kernel`` was launched exactly once on each of ``streams``, and nowhere else."""
+def one_launch_per_stream(ops: OpLog, kernel: str, streams, names=None) -> None:
+    """``kernel`` was launched exactly once on each of ``streams`` (``names``: theirs, for
+    the messages), and nowhere else."""
     launches = ops.launches(kernel)
     if not launches:
         fail(f"kernel '{kernel}' was never launched: call {kernel}[grid, block, stream](...) "
@@ -94,10 +95,9 @@ def one_launch_per_stream(ops: OpLog, kernel: str, streams) -> None:
     for i, key in enumerate(wanted):
         n = used.count(key)
         if n != 1:  # (not "stream 0": the course keeps that name for the legacy default stream)
-            which = ("the stream you were given" if len(wanted) == 1 else
-                     f"stream number {i + 1} of the {len(wanted)} you were given")
-            fail(f"{which} got {n} launches of '{kernel}'; each stream you were given should "
-                 f"get exactly one")
+            which = (names[i] if names else "the stream you were given" if len(wanted) == 1
+                     else f"stream number {i + 1} of the {len(wanted)} you were given")
+            fail(f"{which} got {n} launches of '{kernel}': it should get exactly one")
     stray = [op for op in launches if op.stream.key() not in wanted]
     if stray:
         fail(f"kernel '{kernel}' was launched on {len(stray)} stream(s) you were not given: "

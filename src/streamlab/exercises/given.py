@@ -11,6 +11,7 @@ unsolved exercise's does; for any other program it is the exercise's check."""
 from __future__ import annotations
 
 import ast
+import dis
 import inspect
 import textwrap
 import types
@@ -23,25 +24,51 @@ from ..runner import Check, run
 def _shape(code: types.CodeType) -> tuple:
     """What a function's code does, without where it was written (file, lines)."""
     consts = tuple(_shape(c) if isinstance(c, types.CodeType) else c for c in code.co_consts)
-    return code.co_code, consts, code.co_names, code.co_varnames, code.co_freevars
+    return (code.co_code, consts, code.co_names, code.co_varnames, code.co_freevars,
+            code.co_argcount, code.co_posonlyargcount, code.co_kwonlyargcount)
 
 
-def _tree(source: str, name: str) -> str | None:
-    """The syntax tree of function ``name`` in ``source`` (no lines, no comments)."""
+class _Plain(ast.NodeTransformer):
+    """A function's tree without what does not change what it does: its docstring, its
+    name, and the names of its local variables (numbered in the order they appear)."""
+
+    def __init__(self, params):
+        self.params, self.names = set(params), {}
+
+    def visit_Name(self, node):
+        if node.id in self.names or (isinstance(node.ctx, ast.Store)
+                                     and node.id not in self.params):
+            node.id = self.names.setdefault(node.id, f"_{len(self.names)}")
+        return node
+
+
+def _tree(source: str) -> str | None:
+    """The plain tree of the one function in ``source`` (no lines, no comments, no
+    docstring, its name and its local variables' names left out), or None."""
     try:
-        module = ast.parse(textwrap.dedent(source))
+        found = [n for n in ast.parse(textwrap.dedent(source)).body
+                 if isinstance(n, ast.FunctionDef)]
     except SyntaxError:
         return None
-    found = [n for n in module.body if isinstance(n, ast.FunctionDef) and n.name == name]
-    return ast.dump(found[0]) if found else None
+    if len(found) != 1:
+        return None
+    fn = found[0]
+    fn.name = "_"
+    body = fn.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(
+            getattr(body[0], "value", None), ast.Constant) and isinstance(body[0].value.value, str):
+        fn.body = body[1:] or [ast.Pass()]
+    return ast.dump(_Plain(a.arg for a in ast.walk(fn.args) if isinstance(a, ast.arg)).visit(fn))
 
 
 def unchanged(fn, source: str) -> bool:
     r"""Whether ``fn`` is the function that ``source`` defines, as given: the same code,
-    whatever its comments and blank lines. Read from ``fn``'s source where Python keeps
-    it (a notebook's cell, a file); else from its compiled code, which is the given
-    program's where it was compiled alone (the code of ``cuda.event()`` differs where the
-    same cell imports ``cuda``).
+    whatever its comments, blank lines, docstring, and the names of its local variables
+    (an edit that changes none of what it does is not a fix, and is not judged as one).
+    Read from ``fn``'s source where Python keeps it (a notebook's cell, a file); else from
+    its compiled code (a cell run under %%time), compared with the given program's
+    compiled alone and beside imports of the names it uses (a cell that imports ``cuda``
+    compiles ``cuda.event()`` to other code).
 
     >>> given = "def f(x):\n    return x + 1\n"
     >>> exec("def f(x):\n    # a comment\n\n    return x + 1", ns := {})
@@ -54,16 +81,35 @@ def unchanged(fn, source: str) -> bool:
     code = getattr(fn, "__code__", None)
     if code is None:
         return False
-    try:
-        theirs = _tree(inspect.getsource(fn), code.co_name)
+    try:  # the code's own source: not a wrapper's __wrapped__ (inspect.getsource(fn) is)
+        theirs = _tree(inspect.getsource(code))
     except (OSError, TypeError):
         theirs = None
     if theirs is not None:
-        return theirs == _tree(source, code.co_name)
+        return theirs == _tree(source)
     module = compile(source, "<the program as given>", "exec")
-    given = [c for c in module.co_consts
-             if isinstance(c, types.CodeType) and c.co_name == code.co_name]
-    return bool(given) and _shape(given[0]) == _shape(code)
+    names = {i.argval for c in module.co_consts if isinstance(c, types.CodeType)
+             for i in dis.get_instructions(c) if i.opname == "LOAD_GLOBAL"}  # (globals only)
+    for prefix in ("", "".join(f"import {n}\n" for n in sorted(names))):
+        module = compile(prefix + source, "<the program as given>", "exec")
+        given = [c for c in module.co_consts if isinstance(c, types.CodeType)
+                 and c.co_name == code.co_name]
+        if given and _shape(given[0]) == _shape(code):
+            return True
+    return False
+
+
+def no_legacy_stream(ops, name: str) -> None:
+    """Fail where the learner's code put work on the legacy default stream (a record, a
+    wait, a copy or a launch with no stream): it orders every blocking stream, so it can
+    make a wrong hand-over look right, by accident, and orders nothing with non-blocking
+    streams."""
+    legacy = [op for op in ops.user() if op.stream is not None and op.stream.is_legacy_default]
+    if legacy:
+        check.fail(f"{name} put {legacy[0].describe()}, a call with no stream: the legacy "
+                   f"default stream orders every blocking stream after the work before it, "
+                   f"by accident, and with non-blocking streams nothing. Give each call its "
+                   f"stream")
 
 
 def diagnose(fixed: Check, symptom: Check, fn, source: str, **kwargs) -> None:

@@ -12,7 +12,7 @@ from ..ops import internal
 from ..runner import Inputs, run
 from ..watched import watch
 from . import BUSY_NS, N, THREADS, add_one, blocks_for, exercise_check, fill, fresh, once_in
-from .given import diagnose
+from .given import diagnose, no_legacy_stream
 
 __all__ = ["fill", "add", "twice", "add_one", "blocks_for", "THREADS", "check_exercise1",
            "check_exercise2", "check_exercise3"]
@@ -150,13 +150,14 @@ def _hand_over_launches(run, order, *, seed):
     """Each kernel once, in its own stream, and the host never waits: what the program
     as given does right, so that its symptom is the race."""
     check.no_host_sync(run.ops, "hand_over")
-    check.one_launch_per_stream(run.ops, "twice", [run.stream("s_work")])
-    check.one_launch_per_stream(run.ops, "add_one", [run.stream("s_read")])
+    check.one_launch_per_stream(run.ops, "twice", [run.stream("s_work")], ["s_work"])
+    check.one_launch_per_stream(run.ops, "add_one", [run.stream("s_read")], ["s_read"])
 
 
 def _hand_over_rules(run, order, *, seed):
     _hand_over_launches(run, order, seed=seed)
     ops = run.ops
+    no_legacy_stream(ops, "hand_over")  # (a record with no stream orders s_read by accident)
     producer, consumer = ops.launches("twice")[0], ops.launches("add_one")[0]
     if order.ordered(producer, consumer):
         return

@@ -13,7 +13,7 @@ from .. import check
 from ..ops import internal
 from ..runner import Inputs, run
 from . import BUSY_NS, N, THREADS, blocks_for, exercise_check
-from .given import diagnose
+from .given import diagnose, no_legacy_stream
 
 __all__ = ["check_exercise1", "check_exercise2", "check_exercise3"]
 
@@ -186,15 +186,21 @@ def _rendezvous_symptom(run, order, *, m, n):
 
 
 def _rendezvous_rules(run, order, *, m, n):
-    if not _rendezvous_unordered(run, order, m=m, n=n):
-        return
+    """Through r_stream, as the exercise asks: r_stream waits for every producer's event,
+    and each consumer stream for a barrier recorded in r_stream after those waits (an
+    order made any other way, or by the legacy default stream, is not the rendezvous)."""
+    unordered = _rendezvous_unordered(run, order, m=m, n=n)
     ops = run.ops
+    no_legacy_stream(ops, "rendezvous")
     r_key = run.key("r_stream")
+    producers = {op.stream.key() for op in ops if op.kind == "launch" and op.name == "produce"}
     r_waits = [w for w in ops.waits() if w.stream.key() == r_key]
-    if len(r_waits) < m:
-        check.fail(f"r_stream waits for {len(r_waits)} of the {m} producers: make it wait "
-                   f"on each producer's event, event.wait(r_stream)")
-    barriers = [ops.recorded_before(w) for w in ops.waits() if w.stream.key() != r_key]
+    waited = {r.stream.key() for r in map(ops.recorded_before, r_waits) if r is not None}
+    if len(waited & producers) < m:
+        check.fail(f"r_stream waits for {len(waited & producers)} of the {m} producers: make "
+                   f"it wait on each producer's event, event.wait(r_stream)")
+    c_waits = [w for w in ops.waits() if w.stream.key() != r_key]
+    barriers = [ops.recorded_before(w) for w in c_waits]
     if any(b is None for b in barriers):
         check.fail("a consumer stream waits on an event that had not been recorded yet: "
                    "record the barrier first, then make the consumers wait")
@@ -202,10 +208,16 @@ def _rendezvous_rules(run, order, *, m, n):
         check.fail("a consumer stream waits on an event recorded in another stream than "
                    "r_stream: record the barrier in r_stream")
     if any(b.index < max(w.index for w in r_waits) for b in barriers):
-        check.fail("the barrier is recorded in r_stream before r_stream waits for every "
-                   "producer, so it marks none of their work: record it after the waits")
-    check.fail("a consumer stream is not ordered after every producer: make each wait on "
-               "the barrier recorded in r_stream after r_stream's waits")
+        check.fail("the barrier is recorded in r_stream before r_stream has waited for every "
+                   "producer, so it marks the work of those waited for before it alone: "
+                   "record it after the waits")
+    for i in range(n):
+        if run.key(f"consumer_streams[{i}]") not in {w.stream.key() for w in c_waits}:
+            check.fail(f"consumer_streams[{i}] never waits on the barrier: make each "
+                       f"consumer stream wait on it, barrier.wait(stream)")
+    if unordered:
+        check.fail("a consumer stream is not ordered after every producer: make each wait "
+                   "on the barrier recorded in r_stream after r_stream's waits")
 
 
 EXERCISE3 = exercise_check(3, _rendezvous_inputs, _rendezvous_rules)
