@@ -3,7 +3,8 @@ mistake and fixes it (issue 58).
 
 The learner's copy holds the program as given (``scripts/course/make_lessons.py`` writes
 it there from the exercise module, the one source of it). Its check tells that program
-from the learner's own by its code, comments and blank lines aside (:func:`unchanged`).
+from the learner's own by what it does: comments, blank lines, the docstring and the
+names of local variables aside (:func:`unchanged`).
 For the program as given it says what goes wrong, as a check that finds the symptom
 reports it (a race, a wrong result), not how to fix it, and the cell runs on as an
 unsolved exercise's does; for any other program it is the exercise's check."""
