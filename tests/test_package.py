@@ -289,14 +289,15 @@ def test_the_package_keeps_no_more_state_or_code_than_today():
     11,987 once an attack on both found holes, mended: an order made by the legacy default
     stream passed (a record given no stream), r_stream could be left out, an edit that
     changes nothing was judged as a fix, and a cell run under %%time was not the program
-    as given.
+    as given; 11,995 once the host waiting for a host function is refused there too (lab
+    02's checks had that rule; the exercises did not).
     The issue asks fewer than
     before its work, 10,699
     by this measure. Mutable module-level objects: 65 once the simulator's three slots for
     the launch running now became one record (the launch watch's list is one more)."""
     shape = _shape()
     assert len(shape["mutable"]) <= 65, shape["mutable"]
-    assert shape["code_lines"] <= 11_987, shape["code_lines"]
+    assert shape["code_lines"] <= 11_995, shape["code_lines"]
 
 
 def test_the_shape_measures_find_what_they_count(tmp_path, monkeypatch):

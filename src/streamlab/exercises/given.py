@@ -113,6 +113,18 @@ def no_legacy_stream(ops, name: str) -> None:
                    f"stream")
 
 
+def no_host_function_wait(ops, name: str) -> None:
+    """Fail where the host waited for a host function (a threading.Event it set, a queue
+    it filled, a future it resolved): a host wait like stream.synchronize(), which
+    check.no_host_sync does not see, as the hand-over's records are streamlab's own. (Lab
+    02's checks have the same rule; one vocabulary for both waits for issue 55.)"""
+    if [op for op in ops if op.kind == "sync" and op.name == "awaited"]:
+        check.fail(f"the host waited inside {name} for a host function (a threading.Event, "
+                   f"a queue or a future it set): that is a host wait like "
+                   f"stream.synchronize(). Order the work with events, and let the caller "
+                   f"wait")
+
+
 def diagnose(fixed: Check, symptom: Check, fn, source: str, **kwargs) -> None:
     """Judge ``fn`` by ``fixed``, the exercise's check; but while ``fn`` is still the
     program as given (``source``), run it under ``symptom`` (a check whose failure says

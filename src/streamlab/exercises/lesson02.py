@@ -12,7 +12,7 @@ from ..ops import internal
 from ..runner import Inputs, run
 from ..watched import watch
 from . import BUSY_NS, N, THREADS, add_one, blocks_for, exercise_check, fill, fresh, once_in
-from .given import diagnose, no_legacy_stream
+from .given import diagnose, no_host_function_wait, no_legacy_stream
 
 __all__ = ["fill", "add", "twice", "add_one", "blocks_for", "THREADS", "check_exercise1",
            "check_exercise2", "check_exercise3"]
@@ -157,6 +157,7 @@ def _hand_over_launches(run, order, *, seed):
 def _hand_over_rules(run, order, *, seed):
     _hand_over_launches(run, order, seed=seed)
     ops = run.ops
+    no_host_function_wait(ops, "hand_over")
     no_legacy_stream(ops, "hand_over")  # (a record with no stream orders s_read by accident)
     producer, consumer = ops.launches("twice")[0], ops.launches("add_one")[0]
     if order.ordered(producer, consumer):

@@ -13,7 +13,7 @@ from .. import check
 from ..ops import internal
 from ..runner import Inputs, run
 from . import BUSY_NS, N, THREADS, blocks_for, exercise_check
-from .given import diagnose, no_legacy_stream
+from .given import diagnose, no_host_function_wait, no_legacy_stream
 
 __all__ = ["check_exercise1", "check_exercise2", "check_exercise3"]
 
@@ -191,6 +191,7 @@ def _rendezvous_rules(run, order, *, m, n):
     order made any other way, or by the legacy default stream, is not the rendezvous)."""
     unordered = _rendezvous_unordered(run, order, m=m, n=n)
     ops = run.ops
+    no_host_function_wait(ops, "rendezvous")
     no_legacy_stream(ops, "rendezvous")
     r_key = run.key("r_stream")
     producers = {op.stream.key() for op in ops if op.kind == "launch" and op.name == "produce"}
