@@ -334,9 +334,7 @@ def _title_alone(text: str) -> str:
     '**Answer.**\\nRead this first. Fast.'
     """
     before, _, after = text.partition("**Answer.**")
-    rest = " ".join(part.strip() for part in (before, after.lstrip(" ")) if part.strip()) \
-        if before.strip() else after.lstrip(" ")
-    return "**Answer.**\n" + rest
+    return "**Answer.**\n" + " ".join(part for part in (before.strip(), after.strip()) if part)
 
 
 def _split_answers_from_questions(cells: list) -> list:

@@ -117,7 +117,7 @@ def no_host_function_wait(ops, name: str) -> None:
     """Fail where the host waited for a host function (a threading.Event it set, a queue
     it filled, a future it resolved): a host wait like stream.synchronize(), which
     check.no_host_sync does not see, as the hand-over's records are streamlab's own. (Lab
-    02's checks have the same rule; one vocabulary for both waits for issue 55.)"""
+    02's checks call it too; one vocabulary for both waits is issue 55's.)"""
     if [op for op in ops if op.kind == "sync" and op.name == "awaited"]:
         check.fail(f"the host waited inside {name} for a host function (a threading.Event, "
                    f"a queue or a future it set): that is a host wait like "

@@ -12,6 +12,7 @@ from numba import cuda
 import streamlab
 
 from .. import check
+from ..exercises.given import no_host_function_wait
 from ..runner import Check, Inputs, run
 from ..transcript import plain_int
 
@@ -113,7 +114,7 @@ def _part1_inputs(*, nonblocking, seed):
 def _part1_rules(run, order, *, nonblocking, seed):
     ops = run.ops
     check.no_host_sync(ops, "produce_then_consume")
-    _no_wait_on_a_host_function(ops, "produce_then_consume")
+    no_host_function_wait(ops, "produce_then_consume")
     check.one_launch_per_stream(ops, "producer", [run.stream("producer")])
     check.one_launch_per_stream(ops, "consumer", [run.stream("consumer")])
     _ordered_after(order, ops, ops.launches("producer")[0], ops.launches("consumer")[0],
@@ -143,7 +144,7 @@ def _part2_inputs(*, count, seed):
 def _part2_rules(run, order, *, count, seed):
     ops = run.ops
     check.no_host_sync(ops, "fan_out")
-    _no_wait_on_a_host_function(ops, "fan_out")
+    no_host_function_wait(ops, "fan_out")
     check.one_launch_per_stream(ops, "producer", [run.stream("producer")])
     check.one_launch_per_stream(ops, "consumer",
                                 [run.stream(f"consumer {i}") for i in range(count)])
@@ -180,7 +181,7 @@ def _part3_inputs(*, start):
 
 def _part3_rules(run, order, *, start):
     ops = run.ops
-    _no_wait_on_a_host_function(ops, "add_in_two_streams")
+    no_host_function_wait(ops, "add_in_two_streams")
     check.one_launch_per_stream(ops, "update_counter", [run.stream("s0"), run.stream("s1")])
     counter = [r for op in ops.launches("update_counter") for r in op.atomics + op.writes]
     reads = [op for op in ops.user() if op.kind == "copy" and op.name == "d2h"
@@ -220,16 +221,6 @@ PART3 = Check(3, f"{__name__}.check_part3", _part3_inputs,
 def check_part3(add_in_two_streams, *, start=0):
     """Atomic additions in two streams; the value is read once both are done."""
     run(PART3, add_in_two_streams, start=start)
-
-
-def _no_wait_on_a_host_function(ops, label):
-    """Fail if the host waited on a host function (a threading.Event it set, a future it
-    resolved): a host wait like any other, which lab 02's functions must not make."""
-    awaited = [op for op in ops if op.kind == "sync" and op.name == "awaited"]
-    if awaited:
-        check.fail(f"the host waited inside {label} for a host function (a threading.Event "
-                   f"or a future it set): that is a host wait like stream.synchronize(). "
-                   f"Order the work with events, and let the caller wait")
 
 
 #: the checks the grader judges again in its own process: check name -> (judge, part)
